@@ -1,0 +1,343 @@
+// Package config reads boincd's declarative configuration file (TOML) and
+// the environment overrides meant for containers, and validates them.
+//
+// A config names the projects the host is attached to and the preferences
+// it runs under. It is the volunteer's statement of intent: the daemon
+// reconciles its state to it at start and on reload (SIGHUP). Every error
+// names the file and line so a wrong line is found at once; a bad file on
+// reload is refused and the running config kept.
+//
+// TOML was chosen over YAML and JSON because it has comments, no
+// indentation traps, and BurntSushi/toml reports positions for syntax and
+// type errors.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/boincd/boincd/boinc"
+)
+
+// FileName is the config file's default name inside the data directory.
+const FileName = "boincd.toml"
+
+// Config is the whole file after defaults, env overrides and validation.
+type Config struct {
+	// Path is where the config came from ("" when there was no file).
+	Path string `toml:"-"`
+	raw  []byte
+
+	DataDir string `toml:"data_dir"`
+	// DropResultsOnDetach discards a removed project's finished but
+	// unreported results instead of reporting them first.
+	DropResultsOnDetach bool `toml:"drop_results_on_detach"`
+	// ExitWhenIdle stops the daemon once no task is left to run,
+	// transfer or report (the C++ client's --exit_when_idle).
+	ExitWhenIdle bool `toml:"exit_when_idle"`
+	NoGPUs       bool `toml:"no_gpus"`
+
+	GUIRPC   GUIRPC    `toml:"gui_rpc"`
+	Log      Log       `toml:"log"`
+	Prefs    Prefs     `toml:"prefs"`
+	Projects []Project `toml:"project"`
+}
+
+// GUIRPC configures the GUI RPC listener that boinccmd and BOINC Manager use.
+type GUIRPC struct {
+	Address     string   `toml:"address"`
+	AllowRemote bool     `toml:"allow_remote"`
+	AllowHosts  []string `toml:"allow_hosts"`
+}
+
+// Log configures logging.
+type Log struct {
+	Level  string `toml:"level"`  // debug, info, warn, error
+	Format string `toml:"format"` // auto, text, json
+}
+
+// Prefs are the computing preferences; zero means "default".
+type Prefs struct {
+	WorkBufMinDays             *float64 `toml:"work_buf_min_days"`
+	WorkBufAdditionalDays      *float64 `toml:"work_buf_additional_days"`
+	MaxNCPUsPct                *float64 `toml:"max_ncpus_pct"`
+	CPUUsageLimit              *float64 `toml:"cpu_usage_limit"`
+	CPUSchedulingPeriodMinutes *float64 `toml:"cpu_scheduling_period_minutes"`
+	DiskInterval               *float64 `toml:"disk_interval"`
+}
+
+// Project is one attachment.
+type Project struct {
+	URL               string  `toml:"url"`
+	Authenticator     string  `toml:"authenticator"`
+	AuthenticatorFile string  `toml:"authenticator_file"`
+	ResourceShare     float64 `toml:"resource_share"`
+	NoNewTasks        bool    `toml:"no_new_tasks"`
+	Suspended         bool    `toml:"suspended"`
+	// Line is where the [[project]] table starts, for error messages.
+	Line int `toml:"-"`
+}
+
+// Default returns the configuration used when there is no file.
+func Default() *Config {
+	return &Config{
+		GUIRPC: GUIRPC{Address: "127.0.0.1:31416"},
+		Log:    Log{Level: "info", Format: "auto"},
+	}
+}
+
+// Load reads path. A missing file is not an error when mayBeMissing is set:
+// the daemon then starts with no projects. Env overrides are applied last.
+func Load(path string, mayBeMissing bool, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && mayBeMissing {
+			c := Default()
+			if err := c.applyEnv(getenv); err != nil {
+				return nil, err
+			}
+			return c, c.finish(filepath.Dir(path))
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(path, data)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.applyEnv(getenv); err != nil {
+		return nil, err
+	}
+	return c, c.finish(filepath.Dir(path))
+}
+
+// Parse decodes and validates a config file's bytes (no env overrides,
+// authenticator files not read).
+func Parse(path string, data []byte) (*Config, error) {
+	c := Default()
+	c.Path = path
+	c.raw = data
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(c)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "toml: ")
+		line := 0
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			line = pe.Position.Line
+		}
+		if m := lineRE.FindStringSubmatch(msg); m != nil {
+			line, _ = strconv.Atoi(m[1])
+			msg = strings.TrimPrefix(msg, m[0])
+			msg = strings.TrimLeft(msg, " :")
+		}
+		if line > 0 {
+			return nil, fmt.Errorf("%s:%d: %s", path, line, msg)
+		}
+		return nil, fmt.Errorf("%s: %s", path, msg)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		key := und[0].String()
+		last := und[0][len(und[0])-1]
+		return nil, fmt.Errorf("%s:%d: unknown setting %q", path, lineOfKey(data, last), key)
+	}
+	headers := lineOfTables(data, "project")
+	for i := range c.Projects {
+		if i < len(headers) {
+			c.Projects[i].Line = headers[i]
+		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) where(line int) string {
+	if c.Path == "" {
+		return "config"
+	}
+	if line <= 0 {
+		return c.Path
+	}
+	return c.Path + ":" + strconv.Itoa(line)
+}
+
+func (c *Config) validate() error {
+	seen := map[string]int{}
+	for i := range c.Projects {
+		p := &c.Projects[i]
+		at := c.where(p.Line)
+		canon, err := boinc.CanonicalMasterURL(p.URL)
+		if err != nil {
+			return fmt.Errorf("%s: project #%d: %w", at, i+1, err)
+		}
+		p.URL = canon
+		if j, dup := seen[canon]; dup {
+			return fmt.Errorf("%s: project #%d: %s is already listed as project #%d", at, i+1, canon, j+1)
+		}
+		seen[canon] = i
+		if p.Authenticator != "" && p.AuthenticatorFile != "" {
+			return fmt.Errorf("%s: project %s: set authenticator or authenticator_file, not both", at, canon)
+		}
+		if p.Authenticator == "" && p.AuthenticatorFile == "" {
+			return fmt.Errorf("%s: project %s: no authenticator (account key) or authenticator_file", at, canon)
+		}
+		if p.ResourceShare < 0 {
+			return fmt.Errorf("%s: project %s: resource_share %g is negative", at, canon, p.ResourceShare)
+		}
+		if p.ResourceShare == 0 {
+			p.ResourceShare = 100
+		}
+	}
+	checks := []struct {
+		name     string
+		v        *float64
+		min, max float64
+	}{
+		{"work_buf_min_days", c.Prefs.WorkBufMinDays, 0, 10},
+		{"work_buf_additional_days", c.Prefs.WorkBufAdditionalDays, 0, 10},
+		{"max_ncpus_pct", c.Prefs.MaxNCPUsPct, 0, 100},
+		{"cpu_usage_limit", c.Prefs.CPUUsageLimit, 1, 100},
+		{"cpu_scheduling_period_minutes", c.Prefs.CPUSchedulingPeriodMinutes, 1, 24 * 60},
+		{"disk_interval", c.Prefs.DiskInterval, 1, 86400},
+	}
+	for _, ck := range checks {
+		if ck.v != nil && (*ck.v < ck.min || *ck.v > ck.max) {
+			return fmt.Errorf("%s: prefs.%s = %g is outside [%g, %g]", c.where(c.lineOf(ck.name)), ck.name, *ck.v, ck.min, ck.max)
+		}
+	}
+	switch strings.ToLower(c.Log.Level) {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("%s: log.level %q: want debug, info, warn or error", c.where(c.lineOf("level")), c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "auto", "text", "json":
+	default:
+		return fmt.Errorf("%s: log.format %q: want auto, text or json", c.where(c.lineOf("format")), c.Log.Format)
+	}
+	return nil
+}
+
+func (c *Config) lineOf(key string) int {
+	return lineOfKey(c.raw, key)
+}
+
+// finish reads authenticator files (relative to the config's directory).
+func (c *Config) finish(dir string) error {
+	for i := range c.Projects {
+		p := &c.Projects[i]
+		if p.AuthenticatorFile == "" {
+			continue
+		}
+		path := p.AuthenticatorFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(dir, path)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("%s: project %s: authenticator_file: %w", c.where(p.Line), p.URL, err)
+		}
+		key := strings.TrimSpace(string(b))
+		if key == "" || strings.ContainsAny(key, " \t\n<>&") {
+			return fmt.Errorf("%s: project %s: authenticator_file %s does not hold one account key", c.where(p.Line), p.URL, path)
+		}
+		p.Authenticator = key
+	}
+	return nil
+}
+
+// applyEnv applies BOINCD_* overrides, for container images where editing
+// a file is awkward. BOINCD_PROJECT_URL with BOINCD_PROJECT_AUTHENTICATOR
+// (or _FILE) attaches one project.
+func (c *Config) applyEnv(getenv func(string) string) error {
+	if getenv == nil {
+		return nil
+	}
+	str := func(name string, dst *string) {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	str("BOINCD_DATA_DIR", &c.DataDir)
+	str("BOINCD_GUI_RPC_ADDRESS", &c.GUIRPC.Address)
+	str("BOINCD_LOG_LEVEL", &c.Log.Level)
+	str("BOINCD_LOG_FORMAT", &c.Log.Format)
+	floats := []struct {
+		name string
+		dst  **float64
+	}{
+		{"BOINCD_WORK_BUF_MIN_DAYS", &c.Prefs.WorkBufMinDays},
+		{"BOINCD_WORK_BUF_ADDITIONAL_DAYS", &c.Prefs.WorkBufAdditionalDays},
+		{"BOINCD_MAX_NCPUS_PCT", &c.Prefs.MaxNCPUsPct},
+		{"BOINCD_CPU_USAGE_LIMIT", &c.Prefs.CPUUsageLimit},
+	}
+	for _, f := range floats {
+		if v := getenv(f.name); v != "" {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return fmt.Errorf("environment %s=%q: not a number", f.name, v)
+			}
+			*f.dst = &x
+		}
+	}
+	if u := getenv("BOINCD_PROJECT_URL"); u != "" {
+		p := Project{URL: u, Authenticator: getenv("BOINCD_PROJECT_AUTHENTICATOR"), AuthenticatorFile: getenv("BOINCD_PROJECT_AUTHENTICATOR_FILE")}
+		c.Projects = append(c.Projects, p)
+	}
+	saved := c.Path
+	c.Path = "environment"
+	defer func() { c.Path = saved }()
+	return c.validate()
+}
+
+// BoincPrefs merges the configured prefs over the BOINC defaults.
+func (c *Config) BoincPrefs() boinc.Prefs {
+	p := boinc.DefaultPrefs()
+	set := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&p.WorkBufMinDays, c.Prefs.WorkBufMinDays)
+	set(&p.WorkBufAdditionalDays, c.Prefs.WorkBufAdditionalDays)
+	set(&p.MaxNCPUsPct, c.Prefs.MaxNCPUsPct)
+	set(&p.CPUUsageLimit, c.Prefs.CPUUsageLimit)
+	set(&p.CPUSchedulingPeriodMinutes, c.Prefs.CPUSchedulingPeriodMinutes)
+	set(&p.DiskInterval, c.Prefs.DiskInterval)
+	return p
+}
+
+var lineRE = regexp.MustCompile(`^line (\d+)(?: \(last key "[^"]*"\))?`)
+
+func lineOfKey(data []byte, key string) int {
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, key) {
+			rest := strings.TrimSpace(strings.TrimPrefix(t, key))
+			rest = strings.TrimPrefix(rest, `"`)
+			if strings.HasPrefix(rest, "=") || strings.HasPrefix(rest, "\"") {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
+
+func lineOfTables(data []byte, name string) []int {
+	var out []int
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.ReplaceAll(strings.TrimSpace(line), " ", "")
+		if strings.HasPrefix(t, "[["+name+"]]") {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"syntax", "data_dir = \n", "x.toml:2: expected value"},
+		{"type", "[prefs]\nwork_buf_min_days = \"lots\"\n", "x.toml:2:"},
+		{"unknown key", "[prefs]\nwork_buf_mni_days = 1\n", `x.toml:2: unknown setting "prefs.work_buf_mni_days"`},
+		{"no key", "[[project]]\nurl = \"http://a/\"\n", "x.toml:1: project http://a/: no authenticator"},
+		{"bad url", "\n[[project]]\nurl = \"ftp://a/\"\nauthenticator=\"k\"\n", "x.toml:2: project #1"},
+		{"dup", "[[project]]\nurl = \"http://A/\"\nauthenticator=\"k\"\n[[project]]\nurl = \"http://a\"\nauthenticator=\"k\"\n", "x.toml:4: project #2: http://a/ is already listed"},
+		{"range", "[prefs]\nmax_ncpus_pct = 150\n", "x.toml:2: prefs.max_ncpus_pct = 150"},
+		{"both keys", "[[project]]\nurl=\"http://a/\"\nauthenticator=\"k\"\nauthenticator_file=\"f\"\n", "not both"},
+		{"level", "[log]\nlevel = \"loud\"\n", "x.toml:2: log.level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("x.toml", []byte(tt.in))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadFullAndEnv(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "key"), []byte("abc123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	in := `
+drop_results_on_detach = true
+[prefs]
+work_buf_min_days = 0.2
+[[project]]
+url = "HTTP://Example.ORG//a"
+authenticator_file = "key"
+resource_share = 50
+[[project]]
+url = "http://b.example/"
+authenticator = "k2"
+no_new_tasks = true
+`
+	if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"BOINCD_WORK_BUF_ADDITIONAL_DAYS": "0.05", "BOINCD_PROJECT_URL": "http://c.example", "BOINCD_PROJECT_AUTHENTICATOR": "k3"}
+	c, err := Load(path, false, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Projects) != 3 {
+		t.Fatalf("projects = %d", len(c.Projects))
+	}
+	p := c.Projects[0]
+	if p.URL != "http://example.org/a/" || p.Authenticator != "abc123" || p.ResourceShare != 50 {
+		t.Fatalf("project 0 = %+v", p)
+	}
+	if c.Projects[1].ResourceShare != 100 || !c.Projects[1].NoNewTasks {
+		t.Fatalf("project 1 = %+v", c.Projects[1])
+	}
+	if c.Projects[2].URL != "http://c.example/" {
+		t.Fatalf("env project = %+v", c.Projects[2])
+	}
+	bp := c.BoincPrefs()
+	if bp.WorkBufMinDays != 0.2 || bp.WorkBufAdditionalDays != 0.05 || bp.CPUSchedulingPeriodMinutes != 60 {
+		t.Fatalf("prefs = %+v", bp)
+	}
+	if !c.DropResultsOnDetach {
+		t.Fatal("drop_results_on_detach lost")
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Load(filepath.Join(dir, FileName), true, func(string) string { return "" })
+	if err != nil || len(c.Projects) != 0 {
+		t.Fatalf("c=%+v err=%v", c, err)
+	}
+	if _, err := Load(filepath.Join(dir, FileName), false, nil); err == nil {
+		t.Fatal("missing file accepted when required")
+	}
+	_, err = Load(filepath.Join(dir, FileName), true, func(k string) string {
+		if k == "BOINCD_MAX_NCPUS_PCT" {
+			return "lots"
+		}
+		return ""
+	})
+	if err == nil || !strings.Contains(err.Error(), "BOINCD_MAX_NCPUS_PCT") {
+		t.Fatalf("bad env accepted: %v", err)
+	}
+}
+
+func TestAuthenticatorFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, FileName)
+	os.WriteFile(filepath.Join(dir, "empty"), nil, 0o600)
+	os.WriteFile(path, []byte("[[project]]\nurl=\"http://a/\"\nauthenticator_file=\"empty\"\n"), 0o600)
+	if _, err := Load(path, false, nil); err == nil || !strings.Contains(err.Error(), FileName+":1") {
+		t.Fatalf("err = %v", err)
+	}
+	os.WriteFile(path, []byte("[[project]]\nurl=\"http://a/\"\nauthenticator_file=\"nope\"\n"), 0o600)
+	if _, err := Load(path, false, nil); err == nil || !strings.Contains(err.Error(), "authenticator_file") {
+		t.Fatalf("err = %v", err)
+	}
+}
