@@ -1,0 +1,882 @@
+package rpcclient
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+)
+
+// SchedulerReply is the parsed <scheduler_reply>: everything in it that
+// changes client state. ProjectURL fields of the contained values are left
+// empty; the caller knows which project it asked.
+type SchedulerReply struct {
+	SchedulerVersion int
+	MasterURL        string
+	ProjectName      string
+	UserName         string
+	TeamName         string
+	CrossProjectID   string
+	EmailHash        string
+	HostVenue        string
+	UserID           int64
+	TeamID           int64
+	// HostID is non-zero only when the server created a new host record.
+	HostID int64
+
+	UserTotalCredit  float64
+	UserExpavgCredit float64
+	HostTotalCredit  float64
+	HostExpavgCredit float64
+
+	// RequestDelay is the minimum wait before the next RPC, in seconds (0
+	// when absent).
+	RequestDelay float64
+	// NextRPCDelay, when present, asks for an RPC after that many seconds;
+	// a present 0 clears a previous request.
+	NextRPCDelay *float64
+
+	// ProjectPrefs and GlobalPrefs are the raw inner XML of
+	// <project_preferences> and <global_preferences> ("" when absent).
+	ProjectPrefs string
+	GlobalPrefs  string
+	// CodeSignKey and CodeSignKeySignature are trimmed of surrounding
+	// whitespace ("1024\n…\n.").
+	CodeSignKey          string
+	CodeSignKeySignature string
+
+	Apps        []boinc.App
+	FileInfos   []boinc.FileInfo
+	AppVersions []boinc.AppVersion
+	Workunits   []boinc.Workunit
+	Results     []boinc.Result
+	// ProjectFiles are links the project wants in its directory
+	// (open_name → file_name).
+	ProjectFiles []boinc.FileRef
+
+	ResultAcks               []string
+	ResultAborts             []string
+	ResultAbortsIfNotStarted []string
+	DeleteFileInfos          []string
+	Messages                 []Message
+
+	ProjectIsDown    bool
+	Ended            bool
+	DontUseDCF       bool
+	SendFullWorkload bool
+	NonCPUIntensive  bool
+	// MessageAck acknowledges the trickle-up messages sent.
+	MessageAck bool
+	// NoRscApps lists processor types ("CPU", "NVIDIA", "ATI", …) the
+	// project has no apps for.
+	NoRscApps []string
+}
+
+// Message is a <message> from the server. Priority is "low", "high" or
+// "notice" as sent.
+type Message struct {
+	Priority string
+	Text     string
+}
+
+var (
+	replyStartTag = []byte("<scheduler_reply")
+	replyEndTag   = []byte("</scheduler_reply>")
+)
+
+// ParseSchedulerReply parses a scheduler reply body. Anything before
+// <scheduler_reply> (CGI header, XML declaration, chunk length) is skipped
+// as the C++ client does. Any malformed XML, invalid number, missing
+// required field or unsafe file name fails the whole reply: the caller then
+// treats the RPC as failed instead of acting on half a reply.
+func ParseSchedulerReply(data []byte) (*SchedulerReply, error) {
+	start := findStartTag(data)
+	if start < 0 {
+		return nil, errors.New("scheduler reply: no <scheduler_reply> start tag")
+	}
+	src := data[start:]
+	if !bytes.Contains(src, replyEndTag) {
+		return nil, errors.New("scheduler reply: no </scheduler_reply> end tag (truncated reply)")
+	}
+	p := &rparser{d: xml.NewDecoder(bytes.NewReader(src)), src: src}
+	p.d.Entity = xml.HTMLEntity
+	r, err := p.reply()
+	if err != nil {
+		return nil, fmt.Errorf("scheduler reply: %w", err)
+	}
+	return r, nil
+}
+
+// findStartTag returns the offset of "<scheduler_reply>" (or with
+// attributes), or -1.
+func findStartTag(data []byte) int {
+	off := 0
+	for {
+		i := bytes.Index(data[off:], replyStartTag)
+		if i < 0 {
+			return -1
+		}
+		j := off + i + len(replyStartTag)
+		if j < len(data) {
+			switch data[j] {
+			case '>', ' ', '\t', '\r', '\n', '/':
+				return off + i
+			}
+		}
+		off = j
+	}
+}
+
+// rparser walks the reply one token at a time. RawToken avoids the
+// namespace bookkeeping of Token; since it does not check that end tags
+// match, every consumer checks the names itself.
+type rparser struct {
+	d   *xml.Decoder
+	src []byte
+	buf []byte
+}
+
+func (p *rparser) token() (xml.Token, error) {
+	tok, err := p.d.RawToken()
+	if err == io.EOF {
+		return nil, fmt.Errorf("malformed XML: unexpected end of data at offset %d", p.d.InputOffset())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("malformed XML: %w", err)
+	}
+	return tok, nil
+}
+
+func mismatch(want, got xml.Name) error {
+	return fmt.Errorf("malformed XML: element <%s> closed by </%s>", qname(want), qname(got))
+}
+
+func qname(n xml.Name) string {
+	if n.Space != "" {
+		return n.Space + ":" + n.Local
+	}
+	return n.Local
+}
+
+// skip consumes the rest of an element whose start tag was read.
+func (p *rparser) skip(name xml.Name) error {
+	stack := []xml.Name{name}
+	for len(stack) > 0 {
+		tok, err := p.token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			stack = append(stack, t.Name)
+		case xml.EndElement:
+			if top := stack[len(stack)-1]; t.Name != top {
+				return mismatch(top, t.Name)
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
+	return nil
+}
+
+// text returns the unescaped character data of an element whose start tag
+// was read; nested elements are skipped.
+func (p *rparser) text(name xml.Name) (string, error) {
+	p.buf = p.buf[:0]
+	for {
+		tok, err := p.token()
+		if err != nil {
+			return "", err
+		}
+		switch t := tok.(type) {
+		case xml.CharData:
+			p.buf = append(p.buf, t...)
+		case xml.StartElement:
+			if err := p.skip(t.Name); err != nil {
+				return "", err
+			}
+		case xml.EndElement:
+			if t.Name != name {
+				return "", mismatch(name, t.Name)
+			}
+			return string(p.buf), nil
+		}
+	}
+}
+
+// rawInner returns the undecoded bytes between an element's start and end
+// tags, and whether it had child elements.
+func (p *rparser) rawInner(name xml.Name) (string, bool, error) {
+	begin := p.d.InputOffset()
+	stack := []xml.Name{name}
+	nested := false
+	for {
+		end := p.d.InputOffset()
+		tok, err := p.token()
+		if err != nil {
+			return "", false, err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			nested = true
+			stack = append(stack, t.Name)
+		case xml.EndElement:
+			if top := stack[len(stack)-1]; t.Name != top {
+				return "", false, mismatch(top, t.Name)
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				if end < begin {
+					end = begin
+				}
+				return string(p.src[begin:end]), nested, nil
+			}
+		}
+	}
+}
+
+// children calls fn for each child element of the element whose start tag
+// was read; fn must consume the child completely.
+func (p *rparser) children(name xml.Name, fn func(t xml.StartElement) error) error {
+	for {
+		tok, err := p.token()
+		if err != nil {
+			return err
+		}
+		switch t := tok.(type) {
+		case xml.StartElement:
+			if err := fn(t); err != nil {
+				return err
+			}
+		case xml.EndElement:
+			if t.Name != name {
+				return mismatch(name, t.Name)
+			}
+			return nil
+		}
+	}
+}
+
+func (p *rparser) str(t xml.StartElement) (string, error) { return p.text(t.Name) }
+
+func (p *rparser) trimmed(t xml.StartElement) (string, error) {
+	s, err := p.text(t.Name)
+	return strings.TrimSpace(s), err
+}
+
+func (p *rparser) float(t xml.StartElement) (float64, error) {
+	s, err := p.text(t.Name)
+	if err != nil {
+		return 0, err
+	}
+	s = strings.TrimSpace(s)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("<%s>: invalid number %q", t.Name.Local, s)
+	}
+	return f, nil
+}
+
+func (p *rparser) int64(t xml.StartElement) (int64, error) {
+	s, err := p.text(t.Name)
+	if err != nil {
+		return 0, err
+	}
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return n, nil
+	}
+	// Some servers print integers through a double format ("100.000000").
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, fmt.Errorf("<%s>: invalid integer %q", t.Name.Local, s)
+	}
+	return int64(f), nil
+}
+
+func (p *rparser) int(t xml.StartElement) (int, error) {
+	n, err := p.int64(t)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt32 || n < math.MinInt32 {
+		return 0, fmt.Errorf("<%s>: integer %d out of range", t.Name.Local, n)
+	}
+	return int(n), nil
+}
+
+// bool reads a BOINC flag: <flag/> or <flag></flag> is true, otherwise the
+// number inside decides (non-zero is true), as XML_PARSER::parse_bool.
+func (p *rparser) bool(t xml.StartElement) (bool, error) {
+	s, err := p.text(t.Name)
+	if err != nil {
+		return false, err
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return true, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		return f != 0, nil
+	}
+	return s == "true", nil
+}
+
+// counters numbers each element kind for error messages.
+type counters struct {
+	app, fileInfo, appVersion, workunit, result, projectFile int
+}
+
+func (p *rparser) reply() (*SchedulerReply, error) {
+	// The start tag is the first token: findStartTag put it at offset 0.
+	tok, err := p.token()
+	if err != nil {
+		return nil, err
+	}
+	root, ok := tok.(xml.StartElement)
+	if !ok || root.Name.Local != "scheduler_reply" {
+		return nil, errors.New("malformed XML: <scheduler_reply> expected")
+	}
+	r := &SchedulerReply{}
+	var n counters
+	err = p.children(root.Name, func(t xml.StartElement) error {
+		return p.replyElem(r, &n, t)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) error {
+	var err error
+	switch t.Name.Local {
+	case "scheduler_version":
+		r.SchedulerVersion, err = p.int(t)
+	case "master_url":
+		r.MasterURL, err = p.trimmed(t)
+	case "project_name":
+		r.ProjectName, err = p.trimmed(t)
+	case "user_name":
+		r.UserName, err = p.trimmed(t)
+	case "team_name":
+		r.TeamName, err = p.trimmed(t)
+	case "cross_project_id":
+		r.CrossProjectID, err = p.trimmed(t)
+	case "email_hash":
+		r.EmailHash, err = p.trimmed(t)
+	case "host_venue":
+		r.HostVenue, err = p.trimmed(t)
+	case "userid":
+		r.UserID, err = p.int64(t)
+	case "teamid":
+		r.TeamID, err = p.int64(t)
+	case "hostid":
+		r.HostID, err = p.int64(t)
+	case "user_total_credit":
+		r.UserTotalCredit, err = p.float(t)
+	case "user_expavg_credit":
+		r.UserExpavgCredit, err = p.float(t)
+	case "host_total_credit":
+		r.HostTotalCredit, err = p.float(t)
+	case "host_expavg_credit":
+		r.HostExpavgCredit, err = p.float(t)
+	case "request_delay":
+		r.RequestDelay, err = p.float(t)
+	case "next_rpc_delay":
+		var d float64
+		if d, err = p.float(t); err == nil {
+			r.NextRPCDelay = &d
+		}
+	case "project_preferences":
+		r.ProjectPrefs, _, err = p.rawInner(t.Name)
+	case "global_preferences":
+		r.GlobalPrefs, _, err = p.rawInner(t.Name)
+	case "code_sign_key":
+		r.CodeSignKey, err = p.trimmed(t)
+	case "code_sign_key_signature":
+		r.CodeSignKeySignature, err = p.trimmed(t)
+	case "app":
+		n.app++
+		var a boinc.App
+		if a, err = p.app(t, n.app); err == nil {
+			r.Apps = append(r.Apps, a)
+		}
+	case "file_info":
+		n.fileInfo++
+		var f boinc.FileInfo
+		if f, err = p.fileInfo(t, n.fileInfo); err == nil {
+			r.FileInfos = append(r.FileInfos, f)
+		}
+	case "app_version":
+		n.appVersion++
+		var av boinc.AppVersion
+		if av, err = p.appVersion(t, n.appVersion); err == nil {
+			r.AppVersions = append(r.AppVersions, av)
+		}
+	case "workunit":
+		n.workunit++
+		var wu boinc.Workunit
+		if wu, err = p.workunit(t, n.workunit); err == nil {
+			r.Workunits = append(r.Workunits, wu)
+		}
+	case "result":
+		n.result++
+		var res boinc.Result
+		if res, err = p.result(t, n.result); err == nil {
+			r.Results = append(r.Results, res)
+		}
+	case "project_files":
+		err = p.children(t.Name, func(c xml.StartElement) error {
+			if c.Name.Local != "file_ref" {
+				return p.skip(c.Name)
+			}
+			n.projectFile++
+			ref, err := p.fileRef(c)
+			if err != nil {
+				return fmt.Errorf("project_files file_ref #%d: %w", n.projectFile, err)
+			}
+			r.ProjectFiles = append(r.ProjectFiles, ref)
+			return nil
+		})
+	case "result_ack":
+		r.ResultAcks, err = p.appendName(r.ResultAcks, t)
+	case "result_abort":
+		r.ResultAborts, err = p.appendName(r.ResultAborts, t)
+	case "result_abort_if_not_started":
+		r.ResultAbortsIfNotStarted, err = p.appendName(r.ResultAbortsIfNotStarted, t)
+	case "delete_file_info":
+		var s string
+		if s, err = p.trimmed(t); err == nil && s != "" {
+			r.DeleteFileInfos = append(r.DeleteFileInfos, s)
+		}
+	case "message":
+		var m Message
+		if m, err = p.message(t); err == nil {
+			r.Messages = append(r.Messages, m)
+		}
+	case "message_ack":
+		r.MessageAck, err = p.bool(t)
+	case "project_is_down":
+		r.ProjectIsDown, err = p.bool(t)
+	case "ended":
+		r.Ended, err = p.bool(t)
+	case "dont_use_dcf":
+		r.DontUseDCF, err = p.bool(t)
+	case "send_full_workload":
+		r.SendFullWorkload, err = p.bool(t)
+	case "non_cpu_intensive":
+		r.NonCPUIntensive, err = p.bool(t)
+	case "no_rsc_apps":
+		var s string
+		if s, err = p.trimmed(t); err == nil && s != "" {
+			r.NoRscApps = addUnique(r.NoRscApps, s)
+		}
+	case "no_cpu_apps", "no_cuda_apps", "no_ati_apps":
+		var b bool
+		if b, err = p.bool(t); err == nil && b {
+			r.NoRscApps = addUnique(r.NoRscApps, deprecatedNoApps[t.Name.Local])
+		}
+	default:
+		err = p.skip(t.Name)
+	}
+	return err
+}
+
+var deprecatedNoApps = map[string]string{
+	"no_cpu_apps":  "CPU",
+	"no_cuda_apps": "NVIDIA",
+	"no_ati_apps":  "ATI",
+}
+
+func addUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// appendName reads <name> from a result_ack-like element.
+func (p *rparser) appendName(list []string, t xml.StartElement) ([]string, error) {
+	var name string
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		if c.Name.Local != "name" {
+			return p.skip(c.Name)
+		}
+		var err error
+		name, err = p.trimmed(c)
+		return err
+	})
+	if err != nil {
+		return list, fmt.Errorf("%s: %w", t.Name.Local, err)
+	}
+	if name == "" {
+		return list, fmt.Errorf("%s: no <name>", t.Name.Local)
+	}
+	return append(list, name), nil
+}
+
+func (p *rparser) message(t xml.StartElement) (Message, error) {
+	m := Message{}
+	for _, a := range t.Attr {
+		if a.Name.Local == "priority" {
+			m.Priority = a.Value
+		}
+	}
+	raw, nested, err := p.rawInner(t.Name)
+	if err != nil {
+		return m, fmt.Errorf("message: %w", err)
+	}
+	if nested {
+		// HTML markup in a message is kept as written.
+		m.Text = strings.TrimSpace(raw)
+		return m, nil
+	}
+	m.Text = strings.TrimSpace(unescapeText(raw))
+	return m, nil
+}
+
+// unescapeText decodes entities and CDATA of element content that has no
+// child elements, by running it through the XML decoder.
+func unescapeText(raw string) string {
+	if !strings.ContainsAny(raw, "&<") {
+		return raw
+	}
+	d := xml.NewDecoder(strings.NewReader(raw))
+	d.Entity = xml.HTMLEntity
+	var b strings.Builder
+	for {
+		tok, err := d.RawToken()
+		if err != nil {
+			break
+		}
+		if cd, ok := tok.(xml.CharData); ok {
+			b.Write(cd)
+		}
+	}
+	return b.String()
+}
+
+func itemErr(kind string, idx int, name string, err error) error {
+	if name != "" {
+		return fmt.Errorf("%s #%d %q: %w", kind, idx, name, err)
+	}
+	return fmt.Errorf("%s #%d: %w", kind, idx, err)
+}
+
+func (p *rparser) app(t xml.StartElement, idx int) (boinc.App, error) {
+	var a boinc.App
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		var err error
+		switch c.Name.Local {
+		case "name":
+			a.Name, err = p.trimmed(c)
+		case "user_friendly_name":
+			a.UserFriendlyName, err = p.trimmed(c)
+		case "non_cpu_intensive":
+			a.NonCPUIntensive, err = p.bool(c)
+		default:
+			err = p.skip(c.Name)
+		}
+		return err
+	})
+	if err == nil && a.Name == "" {
+		err = errors.New("no <name>")
+	}
+	if err != nil {
+		return a, itemErr("app", idx, a.Name, err)
+	}
+	return a, nil
+}
+
+func (p *rparser) fileInfo(t xml.StartElement, idx int) (boinc.FileInfo, error) {
+	var f boinc.FileInfo
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		var err error
+		var s string
+		switch c.Name.Local {
+		case "name":
+			f.Name, err = p.trimmed(c)
+		case "url":
+			if s, err = p.trimmed(c); err == nil && s != "" {
+				// The C++ client tells upload URLs by this substring.
+				if strings.Contains(s, "file_upload_handler") {
+					f.UploadURLs = append(f.UploadURLs, s)
+				} else {
+					f.DownloadURLs = append(f.DownloadURLs, s)
+				}
+			}
+		case "download_url":
+			if s, err = p.trimmed(c); err == nil && s != "" {
+				f.DownloadURLs = append(f.DownloadURLs, s)
+			}
+		case "upload_url":
+			if s, err = p.trimmed(c); err == nil && s != "" {
+				f.UploadURLs = append(f.UploadURLs, s)
+			}
+		case "md5_cksum":
+			f.MD5, err = p.trimmed(c)
+		case "nbytes":
+			f.NBytes, err = p.float(c)
+		case "max_nbytes":
+			f.MaxNBytes, err = p.float(c)
+		case "executable":
+			f.Executable, err = p.bool(c)
+		case "sticky":
+			f.Sticky, err = p.bool(c)
+		case "file_signature":
+			f.FileSignature, err = p.trimmed(c)
+		case "xml_signature":
+			f.XMLSignature, err = p.trimmed(c)
+		default:
+			err = p.skip(c.Name)
+		}
+		return err
+	})
+	if err == nil {
+		err = checkName(f.Name, false)
+	}
+	if err == nil && (f.NBytes < 0 || f.MaxNBytes < 0) {
+		err = errors.New("negative size")
+	}
+	if err != nil {
+		return f, itemErr("file_info", idx, f.Name, err)
+	}
+	return f, nil
+}
+
+func checkName(name string, allowSubdir bool) error {
+	if name == "" {
+		return errors.New("no <name>")
+	}
+	return boinc.ValidateFileName(name, allowSubdir)
+}
+
+func (p *rparser) fileRef(t xml.StartElement) (boinc.FileRef, error) {
+	var r boinc.FileRef
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		var err error
+		switch c.Name.Local {
+		case "file_name":
+			r.FileName, err = p.trimmed(c)
+		case "open_name":
+			r.OpenName, err = p.trimmed(c)
+		case "main_program":
+			r.MainProgram, err = p.bool(c)
+		case "copy_file":
+			r.CopyFile, err = p.bool(c)
+		case "optional":
+			r.Optional, err = p.bool(c)
+		default:
+			err = p.skip(c.Name)
+		}
+		return err
+	})
+	if err != nil {
+		return r, err
+	}
+	if r.FileName == "" {
+		return r, errors.New("file_ref: no <file_name>")
+	}
+	if err := boinc.ValidateFileName(r.FileName, false); err != nil {
+		return r, fmt.Errorf("file_ref: %w", err)
+	}
+	if r.OpenName != "" {
+		if err := boinc.ValidateFileName(r.OpenName, true); err != nil {
+			return r, fmt.Errorf("file_ref open_name: %w", err)
+		}
+	}
+	return r, nil
+}
+
+func (p *rparser) appVersion(t xml.StartElement, idx int) (boinc.AppVersion, error) {
+	var av boinc.AppVersion
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		var err error
+		switch c.Name.Local {
+		case "app_name":
+			av.AppName, err = p.trimmed(c)
+		case "version_num":
+			av.VersionNum, err = p.int(c)
+		case "platform":
+			av.Platform, err = p.trimmed(c)
+		case "plan_class":
+			av.PlanClass, err = p.trimmed(c)
+		case "api_version":
+			av.APIVersion, err = p.trimmed(c)
+		case "avg_ncpus":
+			av.AvgNCPUs, err = p.float(c)
+		case "flops":
+			av.Flops, err = p.float(c)
+		case "cmdline":
+			av.Cmdline, err = p.trimmed(c)
+		case "file_prefix":
+			av.FilePrefix, err = p.trimmed(c)
+		case "coproc":
+			var cu boinc.CoprocUsage
+			if cu, err = p.coproc(c); err == nil && cu.Type != "" {
+				av.Coproc = &cu
+			}
+		case "file_ref":
+			var r boinc.FileRef
+			if r, err = p.fileRef(c); err == nil {
+				av.FileRefs = append(av.FileRefs, r)
+			}
+		default:
+			err = p.skip(c.Name)
+		}
+		return err
+	})
+	if err == nil && av.AppName == "" {
+		err = errors.New("no <app_name>")
+	}
+	if err == nil && av.AvgNCPUs < 0 {
+		err = errors.New("negative avg_ncpus")
+	}
+	if err != nil {
+		return av, itemErr("app_version", idx, av.AppName, err)
+	}
+	if av.AvgNCPUs == 0 {
+		av.AvgNCPUs = 1
+	}
+	if av.Platform == "" {
+		av.Platform = boinc.PlatformName
+	}
+	return av, nil
+}
+
+func (p *rparser) coproc(t xml.StartElement) (boinc.CoprocUsage, error) {
+	var cu boinc.CoprocUsage
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		var err error
+		switch c.Name.Local {
+		case "type":
+			cu.Type, err = p.trimmed(c)
+		case "count":
+			cu.Count, err = p.float(c)
+		default:
+			err = p.skip(c.Name)
+		}
+		return err
+	})
+	if err != nil {
+		return cu, fmt.Errorf("coproc: %w", err)
+	}
+	// Servers answer clients older than 7.0 with the pre-rename GPU type.
+	if cu.Type == "CUDA" {
+		cu.Type = "NVIDIA"
+	}
+	return cu, nil
+}
+
+func (p *rparser) workunit(t xml.StartElement, idx int) (boinc.Workunit, error) {
+	var wu boinc.Workunit
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		var err error
+		switch c.Name.Local {
+		case "name":
+			wu.Name, err = p.trimmed(c)
+		case "app_name":
+			wu.AppName, err = p.trimmed(c)
+		case "version_num":
+			wu.VersionNum, err = p.int(c)
+		case "command_line":
+			wu.CommandLine, err = p.trimmed(c)
+		case "rsc_fpops_est":
+			wu.RscFpopsEst, err = p.float(c)
+		case "rsc_fpops_bound":
+			wu.RscFpopsBound, err = p.float(c)
+		case "rsc_memory_bound":
+			wu.RscMemoryBound, err = p.float(c)
+		case "rsc_disk_bound":
+			wu.RscDiskBound, err = p.float(c)
+		case "file_ref":
+			var r boinc.FileRef
+			if r, err = p.fileRef(c); err == nil {
+				wu.InputFiles = append(wu.InputFiles, r)
+			}
+		default:
+			err = p.skip(c.Name)
+		}
+		return err
+	})
+	if err == nil {
+		err = checkName(wu.Name, false)
+	}
+	if err == nil && wu.AppName == "" {
+		err = errors.New("no <app_name>")
+	}
+	if err != nil {
+		return wu, itemErr("workunit", idx, wu.Name, err)
+	}
+	wu.ApplyDefaults()
+	return wu, nil
+}
+
+func (p *rparser) result(t xml.StartElement, idx int) (boinc.Result, error) {
+	var r boinc.Result
+	err := p.children(t.Name, func(c xml.StartElement) error {
+		var err error
+		switch c.Name.Local {
+		case "name":
+			r.Name, err = p.trimmed(c)
+		case "wu_name":
+			r.WUName, err = p.trimmed(c)
+		case "report_deadline":
+			var f float64
+			if f, err = p.float(c); err == nil {
+				r.ReportDeadline = unixTime(f)
+			}
+		case "platform":
+			r.Platform, err = p.trimmed(c)
+		case "version_num":
+			r.VersionNum, err = p.int(c)
+		case "plan_class":
+			r.PlanClass, err = p.trimmed(c)
+		case "report_immediately":
+			r.ReportImmediately, err = p.bool(c)
+		case "file_ref":
+			var fr boinc.FileRef
+			if fr, err = p.fileRef(c); err == nil {
+				r.OutputFiles = append(r.OutputFiles, fr)
+			}
+		default:
+			err = p.skip(c.Name)
+		}
+		return err
+	})
+	if err == nil {
+		err = checkName(r.Name, false)
+	}
+	if err == nil && r.WUName == "" {
+		err = errors.New("no <wu_name>")
+	}
+	if err == nil {
+		err = boinc.ValidateFileName(r.WUName, false)
+	}
+	if err != nil {
+		return r, itemErr("result", idx, r.Name, err)
+	}
+	return r, nil
+}
+
+// unixTime converts Unix seconds (possibly fractional) to a UTC time.
+func unixTime(f float64) time.Time {
+	if f <= 0 {
+		return time.Time{}
+	}
+	if f > 1<<40 { // far beyond any deadline; keep the conversion defined
+		f = 1 << 40
+	}
+	sec, frac := math.Modf(f)
+	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
+}
