@@ -1,0 +1,424 @@
+package testproject
+
+import (
+	"bytes"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+)
+
+// schedRequest is the part of <scheduler_request> the server uses
+// (PROTOCOLS.md §1.3). Everything else is skipped.
+type schedRequest struct {
+	XMLName         xml.Name       `xml:"scheduler_request"`
+	Authenticator   string         `xml:"authenticator"`
+	HostID          int64          `xml:"hostid"`
+	RPCSeqno        int64          `xml:"rpc_seqno"`
+	Major           int            `xml:"core_client_major_version"`
+	Minor           int            `xml:"core_client_minor_version"`
+	Release         int            `xml:"core_client_release"`
+	DontSendWork    xmlBool        `xml:"dont_send_work"`
+	WorkReqSeconds  float64        `xml:"work_req_seconds"`
+	CPUReqSecs      float64        `xml:"cpu_req_secs"`
+	CPUReqInstances float64        `xml:"cpu_req_instances"`
+	PlatformName    string         `xml:"platform_name"`
+	CodeSignKey     string         `xml:"code_sign_key"`
+	Results         []reportResult `xml:"result"`
+	OtherResults    []struct {
+		Name string `xml:"name"`
+	} `xml:"other_results>other_result"`
+}
+
+// reportResult is one reported <result> (PROTOCOLS.md §1.4).
+type reportResult struct {
+	Name             string  `xml:"name"`
+	FinalCPUTime     float64 `xml:"final_cpu_time"`
+	FinalElapsedTime float64 `xml:"final_elapsed_time"`
+	ExitStatus       int     `xml:"exit_status"`
+	State            int     `xml:"state"`
+	Platform         string  `xml:"platform"`
+	VersionNum       int     `xml:"version_num"`
+	StderrOut        struct {
+		Text      string `xml:",chardata"`
+		StderrTxt string `xml:"stderr_txt"`
+		Message   string `xml:"message"`
+	} `xml:"stderr_out"`
+	FileInfos []struct {
+		Name   string  `xml:"name"`
+		NBytes float64 `xml:"nbytes"`
+		MD5    string  `xml:"md5_cksum"`
+	} `xml:"file_info"`
+}
+
+// xmlBool accepts BOINC's two boolean forms: <x/> (true) and <x>0|1</x>.
+type xmlBool bool
+
+func (b *xmlBool) UnmarshalXML(d *xml.Decoder, start xml.StartElement) error {
+	var s string
+	if err := d.DecodeElement(&s, &start); err != nil {
+		return err
+	}
+	switch strings.TrimSpace(s) {
+	case "", "1", "true":
+		*b = true
+	case "0", "false":
+		*b = false
+	default:
+		return fmt.Errorf("<%s>: bad boolean %q", start.Name.Local, s)
+	}
+	return nil
+}
+
+// stderrText rebuilds the stderr text, whichever form the client used.
+func (r *reportResult) stderrText() string {
+	parts := []string{}
+	for _, p := range []string{r.StderrOut.Text, r.StderrOut.StderrTxt, r.StderrOut.Message} {
+		if t := strings.TrimSpace(p); t != "" {
+			parts = append(parts, t)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// parseSchedRequest decodes a request body, naming what is wrong.
+func parseSchedRequest(body []byte) (*schedRequest, error) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil, errors.New("scheduler request: empty body")
+	}
+	var req schedRequest
+	if err := xml.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("scheduler request: %w", err)
+	}
+	for i, r := range req.Results {
+		if strings.TrimSpace(r.Name) == "" {
+			return nil, fmt.Errorf("scheduler request: reported result %d has no <name>", i)
+		}
+	}
+	return &req, nil
+}
+
+// rpcFault is the fault chosen for one scheduler RPC.
+type rpcFault int
+
+const (
+	faultNone rpcFault = iota
+	faultHTTP
+	faultMalformed
+	faultHang
+	faultOversized
+)
+
+// takeRPCFaultLocked consumes the fault that applies to this RPC.
+func (s *Server) takeRPCFaultLocked() rpcFault {
+	f := &s.faults
+	switch {
+	case f.HTTPErrors > 0:
+		f.HTTPErrors--
+		return faultHTTP
+	case f.MalformedReplies > 0:
+		f.MalformedReplies--
+		return faultMalformed
+	case f.HangReplies > 0:
+		f.HangReplies--
+		return faultHang
+	case f.OversizedReply:
+		f.OversizedReply = false
+		return faultOversized
+	}
+	return faultNone
+}
+
+func (s *Server) handleScheduler(w http.ResponseWriter, r *http.Request) {
+	// The real client posts with Content-Type
+	// application/x-www-form-urlencoded: the body is still raw XML, so it
+	// must never go through form parsing.
+	body, readErr := io.ReadAll(http.MaxBytesReader(w, r.Body, maxSchedRequestBytes))
+	base := s.baseURL(r)
+
+	s.mu.Lock()
+	s.stats.RPCs++
+	s.stats.LastRequest = body
+	fault := s.takeRPCFaultLocked()
+	s.mu.Unlock()
+
+	switch fault {
+	case faultHTTP:
+		s.log.Info("testproject: scheduler RPC gets HTTP 500 (fault)")
+		http.Error(w, "injected server error", http.StatusInternalServerError)
+		return
+	case faultOversized:
+		s.log.Info("testproject: scheduler RPC gets an oversized reply (fault)")
+		s.writeOversized(w, base)
+		return
+	}
+
+	var reply []byte
+	if fault == faultNone {
+		reply = s.processRPC(body, readErr, base)
+	} else {
+		// Faulted RPCs are not processed: the client must repeat them.
+		reply = s.noWorkReply(base, "")
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	switch fault {
+	case faultMalformed:
+		s.log.Info("testproject: scheduler RPC gets a truncated reply (fault)")
+		half := reply[:len(reply)/2]
+		w.Header().Set("Content-Length", strconv.Itoa(len(half)))
+		_, _ = w.Write(half)
+	case faultHang:
+		s.log.Info("testproject: scheduler RPC gets half a reply, then hangs (fault)")
+		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+		_, _ = w.Write(reply[:len(reply)/2])
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+		s.waitGone(r.Context())
+	default:
+		w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+		if _, err := w.Write(reply); err != nil {
+			s.log.Info("testproject: writing scheduler reply", "err", err)
+		}
+	}
+}
+
+// processRPC handles one unfaulted request and returns the reply body.
+func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
+	if readErr != nil {
+		s.mu.Lock()
+		s.addErrorLocked("scheduler request: reading body: %v", readErr)
+		s.mu.Unlock()
+		return s.errorReply(base, "Incomplete request received.")
+	}
+	req, err := parseSchedRequest(body)
+	if err != nil {
+		s.mu.Lock()
+		s.addErrorLocked("%v", err)
+		s.mu.Unlock()
+		return s.errorReply(base, "Incomplete request received.")
+	}
+	auth := strings.TrimSpace(req.Authenticator)
+	if auth == "" || (s.cfg.Authenticator != "" && auth != s.cfg.Authenticator) {
+		s.mu.Lock()
+		s.addErrorLocked("scheduler request: invalid or missing authenticator %q", auth)
+		s.mu.Unlock()
+		return s.errorReply(base, "Invalid or missing account key.  To fix, remove and add this project.")
+	}
+
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	var rb replyBuilder
+	hostID := req.HostID
+	newHost := false
+	if hostID <= 0 {
+		s.nextHost++
+		hostID = s.nextHost
+		s.hosts[hostID] = now
+		s.stats.HostIDs = append(s.stats.HostIDs, hostID)
+		newHost = true
+	} else if _, ok := s.hosts[hostID]; !ok {
+		// A host from an earlier server life (or a replayed capture):
+		// adopt it, as a real scheduler would look it up in its database.
+		s.hosts[hostID] = now
+		if hostID > s.nextHost {
+			s.nextHost = hostID
+		}
+	}
+	log := s.log.With("hostid", hostID, "rpc_seqno", req.RPCSeqno)
+
+	// Reports first: the acks must cover every reported result.
+	var acks []string
+	for i := range req.Results {
+		rr := &req.Results[i]
+		name := strings.TrimSpace(rr.Name)
+		s.recordReportLocked(name, rr, log)
+		acks = append(acks, name)
+	}
+	s.checkLostJobsLocked(hostID, req, log)
+
+	// New work.
+	reqSecs := max(req.CPUReqSecs, req.WorkReqSeconds)
+	var jobs []*Job
+	if !bool(req.DontSendWork) && reqSecs > 0 {
+		covered := 0.0
+		for len(jobs) < s.cfg.MaxJobsPerRPC && covered < reqSecs {
+			if s.cfg.TotalJobs > 0 && s.nextJob >= s.cfg.TotalJobs {
+				break
+			}
+			j, app := s.newJobLocked(hostID, req.PlatformName, base, now)
+			jobs = append(jobs, j)
+			covered += s.cfg.Job.FpopsEst / app.Flops
+		}
+	}
+	log.Info("testproject: scheduler RPC",
+		"work_req_seconds", req.WorkReqSeconds, "cpu_req_secs", req.CPUReqSecs,
+		"reported", len(req.Results), "sent", len(jobs))
+
+	rb.header(s, base, hostID, s.hosts[hostID])
+	if newHost {
+		rb.linef("<hostid>%d</hostid>", hostID)
+	}
+	if s.sign != nil && strings.TrimSpace(req.CodeSignKey) == "" {
+		rb.line("<code_sign_key>")
+		rb.raw(s.sign.keyText)
+		rb.line("</code_sign_key>")
+	} else if s.sign != nil && normaliseKey(req.CodeSignKey) != normaliseKey(s.sign.keyText) {
+		log.Info("testproject: client holds another code-signing key (attached to an earlier server?)")
+	}
+	appsSent := map[string]bool{}
+	for _, j := range jobs {
+		s.writeJobLocked(&rb, j, appsSent, base)
+	}
+	for _, a := range acks {
+		rb.line("<result_ack>")
+		rb.linef("    <name>%s</name>", xmlEscape(a))
+		rb.line("</result_ack>")
+		s.stats.Acked = append(s.stats.Acked, a)
+	}
+	if len(jobs) == 0 {
+		rb.line(`<message priority="low">No tasks sent</message>`)
+	}
+	rb.line("</scheduler_reply>")
+	return rb.Bytes()
+}
+
+func normaliseKey(k string) string { return strings.Join(strings.Fields(k), "") }
+
+// recordReportLocked counts one reported result and checks it against
+// what the server knows.
+func (s *Server) recordReportLocked(name string, rr *reportResult, log interface {
+	Info(string, ...any)
+}) {
+	s.stats.Reported[name]++
+	rep := ReportedResult{
+		ExitStatus:       rr.ExitStatus,
+		State:            rr.State,
+		StderrOut:        rr.stderrText(),
+		FinalCPUTime:     rr.FinalCPUTime,
+		FinalElapsedTime: rr.FinalElapsedTime,
+		OutputMD5:        map[string]string{},
+		Platform:         strings.TrimSpace(rr.Platform),
+		VersionNum:       rr.VersionNum,
+	}
+	for _, fi := range rr.FileInfos {
+		fn := strings.TrimSpace(fi.Name)
+		rep.OutputFiles = append(rep.OutputFiles, fn)
+		rep.OutputMD5[fn] = strings.TrimSpace(fi.MD5)
+	}
+	s.stats.ReportedResults[name] = rep
+	if s.stats.Reported[name] > 1 {
+		log.Info("testproject: result reported again", "result", name, "times", s.stats.Reported[name])
+	}
+	job, known := s.jobs[name]
+	if !known {
+		// Reports of results this server never sent (replayed captures,
+		// an earlier server life) are acked and counted but not checked.
+		log.Info("testproject: report of a result this server did not send", "result", name)
+		return
+	}
+	const stateFilesUploaded = 5
+	if rr.State != stateFilesUploaded {
+		return
+	}
+	for _, out := range job.OutputFiles {
+		data, ok := s.stats.Uploaded[out]
+		if !ok {
+			s.addErrorLocked("result %s reported with state 5 (files uploaded) but output %s was never uploaded", name, out)
+			continue
+		}
+		if m, ok := rep.OutputMD5[out]; ok && m != "" && m != md5Hex(data) {
+			s.addErrorLocked("result %s reports md5 %s for output %s but the uploaded file has md5 %s", name, m, out, md5Hex(data))
+		}
+	}
+}
+
+// checkLostJobsLocked logs jobs sent to this host that the client neither
+// reports nor lists in <other_results> (a real server would resend them).
+func (s *Server) checkLostJobsLocked(hostID int64, req *schedRequest, log interface {
+	Info(string, ...any)
+}) {
+	listed := map[string]bool{}
+	for _, o := range req.OtherResults {
+		listed[strings.TrimSpace(o.Name)] = true
+	}
+	for _, r := range req.Results {
+		listed[strings.TrimSpace(r.Name)] = true
+	}
+	for name, j := range s.jobs {
+		if j.HostID == hostID && s.stats.Reported[name] == 0 && !listed[name] {
+			log.Info("testproject: client lost a job (not reported, not in other_results)", "result", name)
+		}
+	}
+}
+
+// newJobLocked creates job number s.nextJob+1 for hostID.
+func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.Time) (*Job, *appState) {
+	s.nextJob++
+	n := s.nextJob
+	app := s.apps[(n-1)%len(s.apps)]
+	seed := JobSeed(n)
+	wu := fmt.Sprintf("%s_wu_%s_%d", app.Name, s.prefix, n)
+	res := wu + "_0"
+	j := &Job{
+		N:           n,
+		Seed:        seed,
+		App:         app.Name,
+		WUName:      wu,
+		ResultName:  res,
+		CommandLine: expandCommandLine(s.cfg.Job.CommandLine, n, seed),
+		OutputFiles: []string{fmt.Sprintf("%s_r%d_0", res, seed%100000)},
+		HostID:      hostID,
+		Platform:    platformFor(app, reqPlatform),
+		SentAt:      now,
+		Deadline:    now.Add(s.cfg.Job.Deadline),
+	}
+	input := JobInput(n, s.cfg.Job.InputSize)
+	if s.cfg.Job.InputSize > 0 || s.faults.HostileFileName != "" {
+		j.InputFile = wu + "_in"
+		if s.faults.HostileFileName != "" {
+			j.InputFile = s.faults.HostileFileName
+			s.faults.HostileFileName = ""
+			s.log.Info("testproject: naming an input file with a hostile name (fault)", "name", j.InputFile)
+		}
+		j.InputMD5 = md5Hex(input)
+		j.InputSize = len(input)
+		s.files[j.InputFile] = &downloadFile{data: input, input: true}
+	}
+	for _, o := range j.OutputFiles {
+		of := outputFile{result: res, maxNBytes: s.cfg.Job.MaxOutputBytes}
+		if s.sign != nil {
+			sig, err := s.sign.signMD5Hex([]byte(uploadSignedText(o, of.maxNBytes)))
+			if err != nil {
+				// Signing with a valid in-memory key does not fail; if it
+				// did, the file goes out unsigned and its upload is refused.
+				s.log.Error("testproject: signing output file", "name", o, "err", err)
+			}
+			of.xmlSignature = sig
+		}
+		s.outputs[o] = of
+	}
+	s.jobs[res] = j
+	s.stats.Sent = append(s.stats.Sent, res)
+	return j, app
+}
+
+// platformFor is the platform a version is announced for in a reply to a
+// client whose primary platform is reqPlatform.
+func platformFor(app *appState, reqPlatform string) string {
+	if app.Platform != "" {
+		return app.Platform
+	}
+	if p := strings.TrimSpace(reqPlatform); p != "" && p != "anonymous" {
+		return p
+	}
+	return boinc.PlatformName
+}
