@@ -150,7 +150,7 @@ func classifyOpenError(path string, err error) error {
 	default:
 		// bbolt reports the remaining structural problems (e.g. "file
 		// size too small") as plain errors.
-		return newCorrupt(path, err, "%v", err)
+		return newCorrupt(path, err, "not a usable bbolt database: %v", err)
 	}
 }
 
