@@ -2,6 +2,7 @@ package testproject
 
 import (
 	"crypto/md5"
+	"crypto/rsa"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,11 @@ type Config struct {
 	// <xml_signature>. The real client then refuses the app files unless
 	// its cc_config sets unsigned_apps_ok.
 	Unsigned bool
+	// SigningKey is the project's code-signing key; nil generates a fresh
+	// 1024-bit key in New. Pass the same key to a restarted server so that
+	// clients attached to the earlier one still accept its apps. BOINC's
+	// key format limits it to 1024 bits.
+	SigningKey *rsa.PrivateKey
 }
 
 // App is one application with one version.

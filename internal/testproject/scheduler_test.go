@@ -1,6 +1,8 @@
 package testproject
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -266,5 +268,37 @@ func TestRequestDelay(t *testing.T) {
 		if r := parseReply(t, rpc(t, s, makeRequest(reqOpts{}))); r.RequestDelay != tc.want {
 			t.Errorf("RequestDelay %v: sent %g, want %g", tc.d, r.RequestDelay, tc.want)
 		}
+	}
+}
+
+func TestSigningKeyReuse(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for range 2 {
+		s := startServer(t, Config{SigningKey: key})
+		keys = append(keys, parseReply(t, rpc(t, s, makeRequest(reqOpts{}))).CodeSignKey)
+	}
+	if keys[0] == "" || keys[0] != keys[1] {
+		t.Errorf("keys differ or are empty: %q", keys)
+	}
+	big, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Apps: []App{DefaultApp()}, SigningKey: big}); err == nil {
+		t.Error("2048-bit key accepted")
+	}
+	s := startServer(t, Config{Unsigned: true})
+	r := parseReply(t, rpc(t, s, makeRequest(reqOpts{reqSecs: 1})))
+	for _, fi := range r.FileInfos {
+		if fi.FileSignature != "" || fi.XMLSignature != "" {
+			t.Errorf("unsigned server signed %s", fi.Name)
+		}
+	}
+	if r.CodeSignKey != "" {
+		t.Error("unsigned server sent a key")
 	}
 }

@@ -12,6 +12,21 @@
 //
 // Routes: GET / (master page), POST /cgi (scheduler), GET /download/NAME
 // (app and input files, Range supported), POST /cgi-bin/file_upload_handler.
+//
+// Behaviour worth knowing in tests:
+//   - Every reported result is acked and counted in Stats.Reported, also
+//     one the server never sent (captured requests are replayed that way);
+//     only results this server sent are checked: state 5 (files uploaded)
+//     without a complete upload of each output is a Stats.Errors entry.
+//   - A first contact (hostid 0) gets a new <hostid>; an unknown non-zero
+//     hostid is adopted. <code_sign_key> is sent whenever the request
+//     carries none.
+//   - Uploads are accepted only for output files of jobs this server sent,
+//     with a valid echoed <xml_signature>, unless AcceptUnknownUploads.
+//   - A scheduler RPC that gets an injected fault is not processed, so the
+//     client has to repeat its reports. HangReplies holds the connection
+//     until the client drops it: the C++ client only does so after its
+//     300 s low-speed timeout.
 package testproject
 
 import (
@@ -150,7 +165,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.prefix = fmt.Sprintf("%d", s.epoch.Unix())
 	if !cfg.Unsigned {
-		if s.sign, err = newSigner(); err != nil {
+		if s.sign, err = newSigner(cfg.SigningKey); err != nil {
 			return nil, fmt.Errorf("testproject: %w", err)
 		}
 	}

@@ -27,10 +27,19 @@ type signer struct {
 	keyText string // <code_sign_key> body
 }
 
-func newSigner() (*signer, error) {
-	key, err := rsa.GenerateKey(rand.Reader, signKeyBits)
-	if err != nil {
-		return nil, fmt.Errorf("generating %d-bit code-signing key: %w", signKeyBits, err)
+// newSigner uses key, or generates one when key is nil.
+func newSigner(key *rsa.PrivateKey) (*signer, error) {
+	if key == nil {
+		var err error
+		if key, err = rsa.GenerateKey(rand.Reader, signKeyBits); err != nil {
+			return nil, fmt.Errorf("generating %d-bit code-signing key: %w", signKeyBits, err)
+		}
+	}
+	if bits := key.N.BitLen(); bits > 8*rsaFieldLen {
+		return nil, fmt.Errorf("code-signing key has %d bits; BOINC keys have at most %d", bits, 8*rsaFieldLen)
+	}
+	if err := key.Validate(); err != nil {
+		return nil, fmt.Errorf("code-signing key: %w", err)
 	}
 	return &signer{key: key, keyText: encodePublicKey(&key.PublicKey)}, nil
 }

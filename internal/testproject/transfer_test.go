@@ -496,3 +496,79 @@ func TestRefAppScript(t *testing.T) {
 		})
 	}
 }
+
+// TestJobLifecycle walks one job through what a client does: fetch the
+// master page, get work, download and verify the files, run the app in a
+// slot, upload the output and report it.
+func TestJobLifecycle(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	s := startServer(t, Config{Job: JobTemplate{InputSize: 3000, CommandLine: "--seconds 0", CopyOutput: true}, RequestDelay: -1})
+	if code, page := get(t, s.URL(), nil); code != 200 || !strings.Contains(string(page), s.URL()+"cgi") {
+		t.Fatalf("master page: %d %s", code, page)
+	}
+	r := parseReply(t, rpc(t, s, makeRequest(reqOpts{reqSecs: 1})))
+	pub, err := decodePublicKey(r.CodeSignKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	slot := filepath.Join(dir, "slot")
+	if err := os.Mkdir(slot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var appPath string
+	for _, fi := range r.FileInfos {
+		if strings.Contains(fi.URL, "file_upload_handler") {
+			continue
+		}
+		code, data := get(t, fi.URL, nil)
+		if code != 200 || int64(len(data)) != fi.NBytes || md5Hex(data) != fi.MD5 {
+			t.Fatalf("download %s: HTTP %d, %d bytes", fi.Name, code, len(data))
+		}
+		if fi.FileSignature != "" {
+			if err := verifyMD5Hex(pub, data, fi.FileSignature); err != nil {
+				t.Fatalf("%s: %v", fi.Name, err)
+			}
+			appPath = filepath.Join(dir, fi.Name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fi.Name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wu := r.Workunits[0]
+	link := fmt.Sprintf("<soft_link>../%s</soft_link>\n", wu.FileRefs[0].FileName)
+	if err := os.WriteFile(filepath.Join(slot, wu.FileRefs[0].OpenName), []byte(link), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sh, append([]string{appPath}, strings.Fields(wu.CommandLine)...)...)
+	cmd.Dir = slot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("app: %v\n%s", err, out)
+	}
+	out, err := os.ReadFile(filepath.Join(slot, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := RefAppOutput(JobInput(1, 3000), 0); !bytes.Equal(out, want) {
+		t.Fatalf("output %q, want %q", out, want)
+	}
+	res := r.Results[0]
+	outName := res.FileRefs[0].FileName
+	i, _ := r.fileInfo(outName)
+	if u := upload(t, s, uploadBody(outName, r.FileInfos[i].XMLSignature, 65536, len(out), md5Hex(out), 0, out)); u.Status != 0 {
+		t.Fatalf("upload: %+v", u)
+	}
+	ack := parseReply(t, rpc(t, s, makeRequest(reqOpts{hostID: r.HostID, codeSignKey: r.CodeSignKey, reports: []reportOpts{
+		{name: res.Name, state: 5, stderr: "refapp: done", outputs: map[string]string{outName: md5Hex(out)}},
+	}})))
+	if len(ack.Acks) != 1 || ack.Acks[0].Name != res.Name {
+		t.Errorf("acks %+v", ack.Acks)
+	}
+	st := s.Stats()
+	if len(st.Errors) != 0 || st.Reported[res.Name] != 1 || !bytes.Equal(st.Uploaded[outName], out) {
+		t.Errorf("stats: errors %q reported %v", st.Errors, st.Reported)
+	}
+}
