@@ -22,7 +22,8 @@ type write struct {
 // encoding equals what is stored and deletes of keys known to be absent. If
 // nothing is left, no transaction is opened (no fsync). After success the
 // batch is reset; after an error neither the file nor the batch has changed,
-// so the caller may retry or Reset.
+// so the caller may retry or Reset. Values that JSON cannot encode (a NaN or
+// infinite float) make Commit fail with an error naming the key.
 func (s *Store) Commit(b *Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
