@@ -1,0 +1,24 @@
+//go:build unix && !linux
+
+package taskrunner
+
+import "syscall"
+
+func setPdeathsig(*syscall.SysProcAttr) {}
+
+// waitExitNoReap is not available here: the caller reaps first.
+func waitExitNoReap(int) bool { return false }
+
+type usage struct {
+	cpu float64
+	rss float64
+	ok  bool
+}
+
+// groupUsages has no portable source outside Linux; CPU time then comes
+// from app_status (API apps) and the final rusage.
+func groupUsages([]int) map[int]usage { return nil }
+
+// KillOrphan needs the process's working directory to tell an orphaned
+// task from a reused pid; without /proc it cannot, so it does nothing.
+func KillOrphan(dataDir string, slot int, pid int) {}

@@ -1,0 +1,740 @@
+package taskrunner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/boincapi"
+)
+
+// Defaults of the C++ client (client/app_control.cpp, app.h).
+const (
+	DefaultQuitGrace      = 60 * time.Second  // QUIT_TIMEOUT, ABORT_TIMEOUT
+	DefaultFinishTimeout  = 300 * time.Second // FINISH_FILE_TIMEOUT
+	DefaultControlTimeout = 180 * time.Second // unread control message
+)
+
+// Errors callers can test with errors.Is.
+var (
+	ErrNotRunning = errors.New("task is not running")
+	ErrClosed     = errors.New("runner is stopped")
+)
+
+// Config configures a Runner.
+type Config struct {
+	// DataDir is the absolute BOINC data directory (projects/, slots/).
+	DataDir string
+	Logger  *slog.Logger
+	// Events receives one Event per process exit. The daemon owns and
+	// drains it; the runner never blocks on it after StopAll.
+	Events chan<- Event
+	// ClientPID goes into init_data.xml; API apps exit when it is gone.
+	// Default os.Getpid().
+	ClientPID int
+	// QuitGrace is how long a task may take to honour quit or abort
+	// before its process group is killed. Default 60 s.
+	QuitGrace time.Duration
+	// FinishTimeout: a process still alive this long after writing
+	// boinc_finish_called is killed and treated as finished. Default 300 s.
+	FinishTimeout time.Duration
+	// ControlTimeout: an API app that leaves a control message unread
+	// this long is killed and restarted later. Default 180 s.
+	ControlTimeout time.Duration
+}
+
+// TaskSpec is everything needed to start (or restart) one task. The
+// runner copies what it needs and never modifies the pointed-to values.
+type TaskSpec struct {
+	Project *boinc.Project
+	App     *boinc.App
+	Version *boinc.AppVersion
+	WU      *boinc.Workunit
+	Result  *boinc.Result
+	// Files maps physical name to file info for every file the version,
+	// the workunit and the result reference.
+	Files map[string]*boinc.FileInfo
+	Host  boinc.Host
+	Prefs boinc.Prefs
+	// Slot is -1 to allocate the lowest free slots/N, or the slot to
+	// reuse (a restart keeps its checkpoint files there).
+	Slot int
+	// ResourceShareFraction is the project's share of the resource share
+	// total for init_data.xml; 0 means 1.
+	ResourceShareFraction float64
+}
+
+// Status is one running task as seen at a Poll.
+type Status struct {
+	ResultKey             string
+	Slot                  int
+	PID                   int
+	CPUTime               float64 // total, earlier runs included
+	CheckpointCPUTime     float64
+	CheckpointElapsedTime float64
+	FractionDone          float64
+	ElapsedTime           float64
+	// Checkpointed: the app checkpointed since the previous Poll.
+	Checkpointed bool
+	WorkingSet   float64 // bytes, whole process group (Linux)
+	Suspended    bool
+	WantNetwork  bool
+}
+
+// Outcome classifies a process exit (client/app_control.cpp
+// handle_exited_app).
+type Outcome int
+
+const (
+	// Success: exit 0 with boinc_finish_called and every output present.
+	Success Outcome = iota
+	// Error: non-zero exit, a fatal signal or a bad output; the result
+	// is a compute error.
+	Error
+	// TemporaryExit: boinc_temporary_exit; restart after ExitInfo.Delay.
+	TemporaryExit
+	// Restart: quit requested, killed by HUP/INT/QUIT/KILL/TERM/STOP, or
+	// exit 0 without finish file; start again later in the same slot.
+	Restart
+	// Aborted: abort or kill requested.
+	Aborted
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Success:
+		return "success"
+	case Error:
+		return "error"
+	case TemporaryExit:
+		return "temporary exit"
+	case Restart:
+		return "restart"
+	case Aborted:
+		return "aborted"
+	}
+	return fmt.Sprintf("outcome(%d)", int(o))
+}
+
+// OutputFile is an output of a successful task, now in the project
+// directory.
+type OutputFile struct {
+	Name   string // physical name
+	Path   string // absolute path in projects/<esc>/
+	NBytes int64
+	MD5    string
+}
+
+// ExitInfo describes how a process ended.
+type ExitInfo struct {
+	Outcome Outcome
+	// ExitStatus is the process exit code, or a BOINC error number when an
+	// output check failed (boinc.ErrFileMissing, boinc.ErrFileTooBig).
+	// For Aborted it is the process's own code; the daemon sets the
+	// reported status (e.g. EXIT_ABORTED_VIA_GUI).
+	ExitStatus int
+	// Signal is the signal that killed the process, 0 if none.
+	Signal int
+	// CPUTime is the task's total CPU time: the larger of the last
+	// app-reported value and the start value plus the process rusage.
+	CPUTime     float64
+	ElapsedTime float64
+	// CheckpointCPUTime and CheckpointElapsedTime are the last checkpoint
+	// seen: a restarted task resumes from there.
+	CheckpointCPUTime     float64
+	CheckpointElapsedTime float64
+	FractionDone          float64
+	PeakWorkingSet        float64
+	// Delay is when to restart after a TemporaryExit.
+	Delay time.Duration
+	// Stderr is the raw tail (63 KB) of the slot's stderr.txt; see
+	// StderrOut for the report form.
+	Stderr  string
+	Message string
+	Outputs []OutputFile
+}
+
+// Event reports a process exit.
+type Event struct {
+	ResultKey string
+	Slot      int
+	Exit      ExitInfo
+}
+
+// Runner starts and controls task processes. All methods are safe for
+// concurrent use; the daemon normally calls them from its one goroutine.
+type Runner struct {
+	cfg     Config
+	log     *slog.Logger
+	dataDir string
+	done    chan struct{} // closed by StopAll: event sends stop blocking
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	tasks  map[string]*task
+	busy   map[int]string // slot → result key, including slots being set up
+	closed bool
+}
+
+// NewRunner checks cfg and returns an idle runner.
+func NewRunner(cfg Config) (*Runner, error) {
+	if cfg.DataDir == "" || !filepath.IsAbs(cfg.DataDir) {
+		return nil, fmt.Errorf("taskrunner: data directory %q must be an absolute path", cfg.DataDir)
+	}
+	if cfg.Events == nil {
+		return nil, errors.New("taskrunner: no Events channel")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ClientPID == 0 {
+		cfg.ClientPID = os.Getpid()
+	}
+	if cfg.QuitGrace <= 0 {
+		cfg.QuitGrace = DefaultQuitGrace
+	}
+	if cfg.FinishTimeout <= 0 {
+		cfg.FinishTimeout = DefaultFinishTimeout
+	}
+	if cfg.ControlTimeout <= 0 {
+		cfg.ControlTimeout = DefaultControlTimeout
+	}
+	cfg.DataDir = filepath.Clean(cfg.DataDir)
+	return &Runner{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		dataDir: cfg.DataDir,
+		done:    make(chan struct{}),
+		tasks:   make(map[string]*task),
+		busy:    make(map[int]string),
+	}, nil
+}
+
+// ctlMsg is a queued process-control message (MSG_QUEUE).
+type ctlMsg struct {
+	msg    string
+	queued time.Time
+}
+
+// task is one running process. Fields below mu in the comment are guarded
+// by Runner.mu.
+type task struct {
+	key     string
+	name    string // result name, for logs
+	slot    int
+	dir     string // slot directory
+	projDir string
+	api     bool
+	cmd     *exec.Cmd
+	pid     int
+	outputs []outputSpec
+	// links maps slot entry names to the soft-link text written there, to
+	// recognise an output a plain program overwrote in place.
+	links    map[string]string
+	startCPU float64
+	maxWSS   float64
+	exitCh   chan struct{} // closed once the process has exited
+
+	// Guarded by Runner.mu.
+	shm          *boincapi.Shmem
+	elapsed      float64
+	lastTick     time.Time
+	cpu          float64
+	ckptCPU      float64
+	ckptElapsed  float64
+	fraction     float64
+	wss          float64
+	peakWSS      float64
+	wantNetwork  bool
+	checkpointed bool
+	suspended    bool
+	quitReq      bool
+	abortReq     bool
+	killReq      bool
+	finishKill   bool
+	finishSeen   time.Time
+	queue        []ctlMsg
+	grace        *time.Timer
+	exited       bool
+}
+
+// Start sets up the slot and starts the task's process.
+func (r *Runner) Start(ctx context.Context, spec TaskSpec) (slot int, pid int, err error) {
+	if err := checkSpec(spec); err != nil {
+		return -1, 0, err
+	}
+	key := spec.Result.Key()
+	slot, err = r.reserveSlot(key, spec.Slot)
+	if err != nil {
+		return -1, 0, err
+	}
+	reserved := true
+	defer func() {
+		if reserved {
+			r.mu.Lock()
+			delete(r.busy, slot)
+			r.mu.Unlock()
+		}
+	}()
+
+	t, err := r.prepare(ctx, spec, slot)
+	if err != nil {
+		return -1, 0, fmt.Errorf("start %s in slot %d: %w", spec.Result.Name, slot, err)
+	}
+	if err := r.launch(t, spec); err != nil {
+		if t.shm != nil {
+			t.shm.Close()
+		}
+		return -1, 0, fmt.Errorf("start %s in slot %d: %w", spec.Result.Name, slot, err)
+	}
+
+	r.mu.Lock()
+	r.tasks[key] = t
+	reserved = false // the task holds the slot now
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go r.wait(t)
+	r.log.Info("task started", "result", t.name, "slot", slot, "pid", t.pid, "api", t.api)
+	return slot, t.pid, nil
+}
+
+func checkSpec(spec TaskSpec) error {
+	switch {
+	case spec.Project == nil:
+		return errors.New("start task: no project")
+	case spec.Version == nil:
+		return errors.New("start task: no app version")
+	case spec.WU == nil:
+		return errors.New("start task: no workunit")
+	case spec.Result == nil:
+		return errors.New("start task: no result")
+	case spec.Project.MasterURL == "":
+		return errors.New("start task: project has no master URL")
+	}
+	return nil
+}
+
+// reserveSlot picks the slot under the lock so two starts cannot take the
+// same one. A free slot is one no task uses whose directory is missing or
+// empty: a preempted task's slot keeps its files and so stays taken until
+// the daemon calls CleanSlot.
+func (r *Runner) reserveSlot(key string, want int) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return -1, ErrClosed
+	}
+	if _, ok := r.tasks[key]; ok {
+		return -1, fmt.Errorf("start task: %q is already running", strings.ReplaceAll(key, "\x00", " "))
+	}
+	for s, k := range r.busy {
+		if k == key {
+			return -1, fmt.Errorf("start task: %q is already starting in slot %d", strings.ReplaceAll(key, "\x00", " "), s)
+		}
+	}
+	if want >= 0 {
+		if k, ok := r.busy[want]; ok {
+			return -1, fmt.Errorf("start task: slot %d is in use by %q", want, strings.ReplaceAll(k, "\x00", " "))
+		}
+		r.busy[want] = key
+		return want, nil
+	}
+	for n := 0; ; n++ {
+		if _, ok := r.busy[n]; ok {
+			continue
+		}
+		empty, err := dirMissingOrEmpty(slotDir(r.dataDir, n))
+		if err != nil {
+			return -1, fmt.Errorf("start task: %w", err)
+		}
+		if empty {
+			r.busy[n] = key
+			return n, nil
+		}
+	}
+}
+
+// Running lists the result keys of the tasks whose process is running or
+// whose exit has not been reported yet.
+func (r *Runner) Running() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	keys := make([]string, 0, len(r.tasks))
+	for k := range r.tasks {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// live returns the task for key if its process has not exited.
+func (r *Runner) live(key string) (*task, error) {
+	t, ok := r.tasks[key]
+	if !ok || t.exited {
+		return nil, fmt.Errorf("%q: %w", strings.ReplaceAll(key, "\x00", " "), ErrNotRunning)
+	}
+	return t, nil
+}
+
+// Poll does the once-a-second work for every running task: elapsed time,
+// control-message queue, heartbeat, app_status, finish-file watchdog and
+// resource usage. It returns the tasks' status ordered by slot.
+func (r *Runner) Poll(now time.Time) []Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var pgids []int
+	for _, t := range r.tasks {
+		if !t.exited {
+			pgids = append(pgids, t.pid)
+		}
+	}
+	usage := groupUsages(pgids)
+	out := make([]Status, 0, len(pgids))
+	for _, t := range r.tasks {
+		if t.exited {
+			continue
+		}
+		r.pollTask(t, now, usage[t.pid])
+		out = append(out, Status{
+			ResultKey:             t.key,
+			Slot:                  t.slot,
+			PID:                   t.pid,
+			CPUTime:               t.cpu,
+			CheckpointCPUTime:     t.ckptCPU,
+			CheckpointElapsedTime: t.ckptElapsed,
+			FractionDone:          t.fraction,
+			ElapsedTime:           t.elapsed,
+			Checkpointed:          t.checkpointed,
+			WorkingSet:            t.wss,
+			Suspended:             t.suspended,
+			WantNetwork:           t.wantNetwork,
+		})
+		t.checkpointed = false
+	}
+	slices.SortFunc(out, func(a, b Status) int { return a.Slot - b.Slot })
+	return out
+}
+
+func (r *Runner) pollTask(t *task, now time.Time, u usage) {
+	if !t.suspended && now.After(t.lastTick) {
+		t.elapsed += now.Sub(t.lastTick).Seconds()
+	}
+	t.lastTick = now
+	if u.ok {
+		t.wss = u.rss
+		t.peakWSS = max(t.peakWSS, u.rss)
+		t.cpu = max(t.cpu, t.startCPU+u.cpu)
+	}
+	if t.api && t.shm != nil {
+		r.flushQueue(t)
+		if len(t.queue) > 0 && now.Sub(t.queue[0].queued) > r.cfg.ControlTimeout && !t.killReq {
+			r.log.Warn("task left a control message unread; killing it for a restart",
+				"result", t.name, "message", t.queue[0].msg, "timeout", r.cfg.ControlTimeout)
+			if !t.abortReq {
+				t.quitReq = true
+			}
+			r.killTree(t)
+		}
+		if full, err := t.shm.HasMsg(boincapi.Heartbeat); err == nil && !full {
+			if _, err := t.shm.Send(boincapi.Heartbeat, boincapi.FormatHeartbeat(t.wss, t.maxWSS)); err != nil {
+				r.log.Warn("heartbeat", "result", t.name, "err", err)
+			}
+		}
+		msg, ok, err := t.shm.Receive(boincapi.AppStatus)
+		if err != nil {
+			r.log.Warn("app status", "result", t.name, "err", err)
+		}
+		if ok {
+			s := boincapi.ParseAppStatus(msg)
+			t.cpu = max(t.cpu, s.CurrentCPUTime)
+			if s.CheckpointCPUTime != t.ckptCPU {
+				t.ckptCPU = s.CheckpointCPUTime
+				t.ckptElapsed = t.elapsed
+				t.checkpointed = true
+				r.writeTaskState(t)
+			}
+			if s.FractionDone > 0 {
+				t.fraction = min(s.FractionDone, 1)
+			}
+			t.wantNetwork = s.WantNetwork
+		}
+	}
+	if _, err := os.Stat(filepath.Join(t.dir, boincapi.FinishFileName)); err == nil {
+		if t.finishSeen.IsZero() {
+			t.finishSeen = now
+		} else if now.Sub(t.finishSeen) > r.cfg.FinishTimeout && !t.finishKill {
+			r.log.Warn("task wrote its finish file but did not exit; killing it", "result", t.name)
+			t.finishKill = true
+			r.killTree(t)
+		}
+	}
+}
+
+// writeTaskState records the checkpoint in the slot, as the C++ client
+// does, so the slot alone tells what a restart resumes from.
+func (r *Runner) writeTaskState(t *task) {
+	body := fmt.Sprintf("<active_task>\n"+
+		"    <project_master_url>%s</project_master_url>\n"+
+		"    <result_name>%s</result_name>\n"+
+		"    <checkpoint_cpu_time>%f</checkpoint_cpu_time>\n"+
+		"    <checkpoint_elapsed_time>%f</checkpoint_elapsed_time>\n"+
+		"    <fraction_done>%f</fraction_done>\n"+
+		"    <peak_working_set_size>%f</peak_working_set_size>\n"+
+		"    <peak_swap_size>%f</peak_swap_size>\n"+
+		"    <peak_disk_usage>%f</peak_disk_usage>\n"+
+		"</active_task>\n",
+		xmlEscape(projectURLOf(t.key)), xmlEscape(t.name), t.ckptCPU, t.ckptElapsed, t.fraction, t.peakWSS, 0.0, 0.0)
+	if err := os.WriteFile(filepath.Join(t.dir, "boinc_task_state.xml"), []byte(body), 0o644); err != nil {
+		r.log.Warn("write task state", "result", t.name, "err", err)
+	}
+}
+
+func projectURLOf(key string) string {
+	if i := strings.IndexByte(key, 0); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// queueMsg queues a control message and tries to deliver it at once.
+// A <resume/> cancels a still-queued <suspend/> and vice versa
+// (msg_queue_purge).
+func (r *Runner) queueMsg(t *task, msg string) {
+	opposite := ""
+	switch msg {
+	case boincapi.MsgResume:
+		opposite = boincapi.MsgSuspend
+	case boincapi.MsgSuspend:
+		opposite = boincapi.MsgResume
+	}
+	if opposite != "" {
+		for i, m := range t.queue {
+			if m.msg == opposite {
+				t.queue = slices.Delete(t.queue, i, i+1)
+				return
+			}
+		}
+	}
+	t.queue = append(t.queue, ctlMsg{msg: msg, queued: time.Now()})
+	r.flushQueue(t)
+}
+
+func (r *Runner) flushQueue(t *task) {
+	for len(t.queue) > 0 && t.shm != nil {
+		sent, err := t.shm.Send(boincapi.ProcessControlRequest, t.queue[0].msg)
+		if err != nil {
+			r.log.Warn("send control message", "result", t.name, "err", err)
+			return
+		}
+		if !sent {
+			return
+		}
+		t.queue = t.queue[1:]
+	}
+}
+
+// Suspend pauses a task: <suspend/> for API apps, SIGSTOP of the process
+// group for plain programs.
+func (r *Runner) Suspend(key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, err := r.live(key)
+	if err != nil {
+		return fmt.Errorf("suspend: %w", err)
+	}
+	if t.suspended {
+		return nil
+	}
+	if t.api {
+		r.queueMsg(t, boincapi.MsgSuspend)
+	} else if err := stopTree(t.cmd.Process); err != nil {
+		return fmt.Errorf("suspend %s: %w", t.name, err)
+	}
+	t.suspended = true
+	return nil
+}
+
+// Resume continues a suspended task.
+func (r *Runner) Resume(key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, err := r.live(key)
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if !t.suspended {
+		return nil
+	}
+	if t.api {
+		r.queueMsg(t, boincapi.MsgResume)
+	} else if err := contTree(t.cmd.Process); err != nil {
+		return fmt.Errorf("resume %s: %w", t.name, err)
+	}
+	t.suspended = false
+	return nil
+}
+
+// Quit asks a task to exit so it can be restarted later (<quit/>, or
+// SIGTERM for plain programs); the process group is killed after
+// QuitGrace. The exit is reported as Restart whatever the process does.
+func (r *Runner) Quit(key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, err := r.live(key)
+	if err != nil {
+		return fmt.Errorf("quit: %w", err)
+	}
+	t.quitReq = true
+	if err := r.askToExit(t, boincapi.MsgQuit); err != nil {
+		return fmt.Errorf("quit %s: %w", t.name, err)
+	}
+	return nil
+}
+
+// Abort asks a task to exit for good (<abort/>; plain programs are killed
+// at once); the process group is killed after QuitGrace. The exit is
+// reported as Aborted and the slot is cleaned.
+func (r *Runner) Abort(key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, err := r.live(key)
+	if err != nil {
+		return fmt.Errorf("abort: %w", err)
+	}
+	t.abortReq = true
+	if !t.api {
+		r.killTree(t)
+		return nil
+	}
+	if err := r.askToExit(t, boincapi.MsgAbort); err != nil {
+		return fmt.Errorf("abort %s: %w", t.name, err)
+	}
+	return nil
+}
+
+// Kill kills the task's whole process group now. The exit is reported as
+// Aborted and the slot is cleaned.
+func (r *Runner) Kill(key string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, err := r.live(key)
+	if err != nil {
+		return fmt.Errorf("kill: %w", err)
+	}
+	t.killReq = true
+	r.killTree(t)
+	return nil
+}
+
+// askToExit sends msg (API apps) or SIGTERM (plain programs) and arms the
+// grace timer.
+func (r *Runner) askToExit(t *task, msg string) error {
+	if t.api {
+		// The queued suspend/resume no longer matter; the API handles quit
+		// and abort even while suspended.
+		t.queue = slices.DeleteFunc(t.queue, func(m ctlMsg) bool {
+			return m.msg == boincapi.MsgSuspend || m.msg == boincapi.MsgResume
+		})
+		r.queueMsg(t, msg)
+	} else if err := terminateTree(t.cmd.Process); err != nil {
+		return err
+	}
+	if t.grace == nil {
+		t.grace = time.AfterFunc(r.cfg.QuitGrace, func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if !t.exited {
+				r.log.Warn("task did not exit in time; killing it", "result", t.name, "grace", r.cfg.QuitGrace)
+				r.killTree(t)
+			}
+		})
+	}
+	return nil
+}
+
+// killTree kills the process group; r.mu must be held and t not exited,
+// which guarantees the group leader is not reaped yet, so its pid (the
+// group id) cannot have been reused.
+func (r *Runner) killTree(t *task) {
+	if t.exited {
+		return
+	}
+	if err := killTree(t.cmd.Process); err != nil {
+		r.log.Warn("kill process group", "result", t.name, "pid", t.pid, "err", err)
+	}
+}
+
+// StopAll is the daemon shutdown: every task is asked to quit, the runner
+// waits until they have exited or ctx is done, then kills what is left.
+// Tasks are reported as Restart and keep their slots. Exit events are
+// delivered only if Events has room or is being read; the rest are
+// dropped. The runner accepts no new tasks afterwards.
+func (r *Runner) StopAll(ctx context.Context) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.wg.Wait()
+		return
+	}
+	r.closed = true
+	var waiting []*task
+	for _, t := range r.tasks {
+		if t.exited {
+			continue
+		}
+		waiting = append(waiting, t)
+		if !t.abortReq && !t.killReq {
+			t.quitReq = true
+		}
+		if t.api {
+			r.queueMsg(t, boincapi.MsgQuit)
+		} else if err := terminateTree(t.cmd.Process); err != nil {
+			r.log.Warn("terminate task", "result", t.name, "err", err)
+		}
+	}
+	r.mu.Unlock()
+
+wait:
+	for _, t := range waiting {
+		select {
+		case <-t.exitCh:
+		case <-ctx.Done():
+			break wait
+		}
+	}
+
+	r.mu.Lock()
+	for _, t := range r.tasks {
+		if !t.exited {
+			r.log.Warn("task did not quit before shutdown; killing it", "result", t.name)
+			r.killTree(t)
+		}
+	}
+	r.mu.Unlock()
+	close(r.done)
+	r.wg.Wait()
+}
+
+// send delivers an event: at once if the channel has room, else until the
+// daemon reads it or the runner is stopped.
+func (r *Runner) send(ev Event) {
+	select {
+	case r.cfg.Events <- ev:
+		return
+	default:
+	}
+	select {
+	case r.cfg.Events <- ev:
+	case <-r.done:
+		r.log.Warn("runner stopped; exit event dropped", "result", ev.ResultKey, "outcome", ev.Exit.Outcome.String())
+	}
+}

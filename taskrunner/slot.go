@@ -1,0 +1,380 @@
+package taskrunner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/boincapi"
+)
+
+// Slot files owned by the client or the API; a server-supplied open name
+// must not collide with them (it could fake a finish file, say).
+const (
+	setupMarker    = "boinc_setup_complete"
+	stderrFileName = "stderr.txt"
+	taskStateFile  = "boinc_task_state.xml"
+)
+
+var reservedNames = map[string]bool{
+	boincapi.InitDataFileName:      true,
+	boincapi.MmapFileName:          true,
+	boincapi.FinishFileName:        true,
+	boincapi.TemporaryExitFileName: true,
+	setupMarker:                    true,
+	stderrFileName:                 true,
+	taskStateFile:                  true,
+	"boinc_lockfile":               true,
+}
+
+// outputSpec is one output the task must produce.
+type outputSpec struct {
+	ref      boinc.FileRef
+	slotName string
+	copy     bool
+	maxBytes float64
+}
+
+// slotEntry is one file reference to materialise in the slot.
+type slotEntry struct {
+	physical string
+	name     string // slot-relative, may contain '/'
+	copy     bool
+	output   bool
+}
+
+func slotDir(dataDir string, n int) string {
+	return filepath.Join(dataDir, "slots", strconv.Itoa(n))
+}
+
+func dirMissingOrEmpty(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("slot %s: %w", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("slot %s: %w", dir, err)
+	}
+	return len(names) == 0, nil
+}
+
+// CleanSlot removes slots/N and everything in it.
+func CleanSlot(dataDir string, slot int) error {
+	if slot < 0 {
+		return fmt.Errorf("clean slot: invalid slot %d", slot)
+	}
+	if !filepath.IsAbs(dataDir) {
+		return fmt.Errorf("clean slot %d: data directory %q is not absolute", slot, dataDir)
+	}
+	dir := slotDir(filepath.Clean(dataDir), slot)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clean slot %s: %w", dir, err)
+	}
+	return nil
+}
+
+// entries lists the slot entries of spec (client/app_start.cpp
+// setup_slot_dir) with every name validated.
+func entries(spec TaskSpec) ([]slotEntry, []outputSpec, error) {
+	v, wu, res := spec.Version, spec.WU, spec.Result
+	prefix := v.FilePrefix
+	if prefix != "" {
+		if err := boinc.ValidateFileName(prefix, true); err != nil {
+			return nil, nil, fmt.Errorf("app version file_prefix: %w", err)
+		}
+	}
+	var out []slotEntry
+	var outs []outputSpec
+	seen := map[string]bool{}
+	add := func(ref boinc.FileRef, io, output bool) error {
+		if err := boinc.ValidateFileName(ref.FileName, false); err != nil {
+			return fmt.Errorf("physical name: %w", err)
+		}
+		fi, ok := spec.Files[ref.FileName]
+		if !ok || fi == nil {
+			return fmt.Errorf("file %q is referenced but not in the task's file list", ref.FileName)
+		}
+		name := ref.SlotName()
+		copyMode := ref.CopyFile
+		if io && prefix != "" {
+			name = prefix + "/" + name
+			copyMode = true
+		}
+		if err := boinc.ValidateFileName(name, true); err != nil {
+			return fmt.Errorf("open name: %w", err)
+		}
+		if reservedNames[strings.SplitN(name, "/", 2)[0]] {
+			return fmt.Errorf("open name %q collides with a BOINC slot file", name)
+		}
+		if seen[name] {
+			return fmt.Errorf("open name %q is used twice", name)
+		}
+		seen[name] = true
+		out = append(out, slotEntry{physical: ref.FileName, name: name, copy: copyMode, output: output})
+		if output {
+			outs = append(outs, outputSpec{ref: ref, slotName: name, copy: copyMode, maxBytes: fi.MaxNBytes})
+		}
+		return nil
+	}
+	for _, ref := range v.FileRefs {
+		if err := add(ref, false, false); err != nil {
+			return nil, nil, fmt.Errorf("app version file: %w", err)
+		}
+	}
+	for _, ref := range wu.InputFiles {
+		if err := add(ref, true, false); err != nil {
+			return nil, nil, fmt.Errorf("workunit input: %w", err)
+		}
+	}
+	for _, ref := range res.OutputFiles {
+		if err := add(ref, true, true); err != nil {
+			return nil, nil, fmt.Errorf("result output: %w", err)
+		}
+	}
+	return out, outs, nil
+}
+
+// prepare sets up the slot directory and builds the task (not started).
+func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, error) {
+	esc := spec.Project.Dir()
+	projDir := filepath.Join(r.dataDir, "projects", esc)
+	dir := slotDir(r.dataDir, slot)
+	ents, outs, err := entries(spec)
+	if err != nil {
+		return nil, err
+	}
+	main, ok := spec.Version.MainProgram()
+	if !ok {
+		return nil, fmt.Errorf("app version %s %d has no main program", spec.Version.AppName, spec.Version.VersionNum)
+	}
+	if err := os.MkdirAll(dir, 0o771); err != nil {
+		return nil, fmt.Errorf("create slot: %w", err)
+	}
+	links := make(map[string]string, len(ents))
+	for _, e := range ents {
+		if !e.copy {
+			links[e.name] = boincapi.SoftLinkContent("../../projects/" + esc + "/" + e.physical)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, setupMarker)); errors.Is(err, fs.ErrNotExist) {
+		if err := setupFiles(ctx, dir, projDir, ents, links); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, setupMarker), nil, 0o644); err != nil {
+			return nil, fmt.Errorf("slot setup marker: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("slot setup marker: %w", err)
+	}
+	// Files of a previous run would misclassify this one's exit.
+	for _, name := range []string{boincapi.FinishFileName, boincapi.TemporaryExitFileName} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("remove stale %s: %w", name, err)
+		}
+	}
+
+	res := spec.Result
+	startCPU := res.CheckpointCPUTime
+	var idBuf bytes.Buffer
+	writeInitData(&idBuf, initParams{
+		spec: spec, slot: slot, clientPID: r.cfg.ClientPID,
+		projectDir: projDir, boincDir: r.dataDir,
+		wuCPUTime: startCPU, startingElapsed: res.ElapsedTime,
+	})
+	if err := os.WriteFile(filepath.Join(dir, boincapi.InitDataFileName), idBuf.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("write init_data.xml: %w", err)
+	}
+	api := spec.Version.APIVersion != ""
+	// Created for every task, as the C++ client does; only API apps get
+	// messages through it.
+	shm, err := boincapi.CreateShmem(filepath.Join(dir, boincapi.MmapFileName))
+	if err != nil {
+		return nil, err
+	}
+	if !api {
+		shm.Close()
+		shm = nil
+	}
+
+	maxWSS := spec.Host.MNBytes * spec.Prefs.RAMMaxUsedBusyPct / 100
+	t := &task{
+		key:      res.Key(),
+		name:     res.Name,
+		slot:     slot,
+		dir:      dir,
+		projDir:  projDir,
+		api:      api,
+		outputs:  outs,
+		links:    links,
+		startCPU: startCPU,
+		maxWSS:   maxWSS,
+		exitCh:   make(chan struct{}),
+		shm:      shm,
+		elapsed:  res.ElapsedTime,
+		cpu:      startCPU,
+		ckptCPU:  res.CheckpointCPUTime,
+		fraction: res.FractionDone,
+		// CheckpointElapsedTime from a previous run is where elapsed time
+		// stood at its last checkpoint.
+		ckptElapsed: res.CheckpointElapsedTime,
+	}
+	t.cmd, err = buildCommand(spec, dir, projDir, esc, main)
+	if err != nil {
+		if shm != nil {
+			shm.Close()
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+// setupFiles writes the soft-link files and copies copy_file inputs.
+func setupFiles(ctx context.Context, dir, projDir string, ents []slotEntry, links map[string]string) error {
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("slot setup: %w", err)
+		}
+		p := filepath.Join(dir, filepath.FromSlash(e.name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o771); err != nil {
+			return fmt.Errorf("slot entry %q: %w", e.name, err)
+		}
+		switch {
+		case !e.copy:
+			if err := os.WriteFile(p, []byte(links[e.name]), 0o644); err != nil {
+				return fmt.Errorf("soft link %q: %w", e.name, err)
+			}
+		case !e.output:
+			if err := copyFile(filepath.Join(projDir, e.physical), p); err != nil {
+				return fmt.Errorf("copy input %q: %w", e.name, err)
+			}
+		}
+		// copy_file outputs: the app creates them in the slot.
+	}
+	return nil
+}
+
+// buildCommand prepares the exec.Cmd: argv[0] relative to the slot, the
+// shell-split command lines, LD_LIBRARY_PATH, cwd = slot.
+func buildCommand(spec TaskSpec, dir, projDir, esc string, main boinc.FileRef) (*exec.Cmd, error) {
+	exe := filepath.Join(projDir, main.FileName)
+	if err := checkExecutable(exe); err != nil {
+		return nil, fmt.Errorf("main program: %w", err)
+	}
+	wuArgs, err := splitCommandLine(spec.WU.CommandLine)
+	if err != nil {
+		return nil, fmt.Errorf("workunit command line: %w", err)
+	}
+	vArgs, err := splitCommandLine(spec.Version.Cmdline)
+	if err != nil {
+		return nil, fmt.Errorf("app version cmdline: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path: exe,
+		Args: append(append([]string{"../../projects/" + esc + "/" + main.FileName}, wuArgs...), vArgs...),
+		Dir:  dir,
+		Env:  taskEnv(os.Environ(), esc),
+	}
+	configureCmd(cmd)
+	return cmd, nil
+}
+
+// taskEnv prepends the project directory, the slot and the data directory
+// to LD_LIBRARY_PATH so apps find their shared libraries.
+func taskEnv(env []string, esc string) []string {
+	const key = "LD_LIBRARY_PATH="
+	libs := "../../projects/" + esc + ":.:../.."
+	out := make([]string, 0, len(env)+1)
+	found := false
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key) {
+			found = true
+			if old := kv[len(key):]; old != "" {
+				kv = key + libs + ":" + old
+			} else {
+				kv = key + libs
+			}
+		}
+		out = append(out, kv)
+	}
+	if !found {
+		out = append(out, key+libs)
+	}
+	return out
+}
+
+// launch starts the process with stdout to the null device and stderr
+// appended to stderr.txt.
+func (r *Runner) launch(t *task, spec TaskSpec) error {
+	stderr, err := os.OpenFile(filepath.Join(t.dir, stderrFileName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open stderr.txt: %w", err)
+	}
+	defer stderr.Close()
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", os.DevNull, err)
+	}
+	defer null.Close()
+	t.cmd.Stdin = null
+	t.cmd.Stdout = null
+	t.cmd.Stderr = stderr
+	if err := t.cmd.Start(); err != nil {
+		return fmt.Errorf("exec %s: %w", t.cmd.Path, err)
+	}
+	t.pid = t.cmd.Process.Pid
+	t.lastTick = time.Now()
+	if err := lowerPriority(t.cmd.Process); err != nil {
+		r.log.Warn("lower task priority", "result", spec.Result.Name, "pid", t.pid, "err", err)
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// moveFile renames src to dst, copying when they are on different file
+// systems.
+func moveFile(src, dst string) error {
+	if err := os.Rename(src, dst); err == nil {
+		return nil
+	}
+	if err := copyFile(src, dst); err != nil {
+		return fmt.Errorf("move %s to %s: %w", src, dst, err)
+	}
+	if err := os.Remove(src); err != nil {
+		return fmt.Errorf("move %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
