@@ -12,9 +12,13 @@ import (
 
 const fixtureDir = "../../shared/fixtures/boinc-7.20"
 
+func readFixtureErr(rel string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(fixtureDir, rel))
+}
+
 func readFixture(t testing.TB, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(fixtureDir, rel))
+	b, err := readFixtureErr(rel)
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}
