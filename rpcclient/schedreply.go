@@ -105,13 +105,28 @@ func ParseSchedulerReply(data []byte) (*SchedulerReply, error) {
 	if !bytes.Contains(src, replyEndTag) {
 		return nil, errors.New("scheduler reply: no </scheduler_reply> end tag (truncated reply)")
 	}
-	p := &rparser{d: xml.NewDecoder(bytes.NewReader(src)), src: src}
-	p.d.Entity = xml.HTMLEntity
-	r, err := p.reply()
+	// The fast tokenizer handles what servers actually send; whatever it
+	// fails on (including genuinely bad input) gets encoding/xml's verdict.
+	if r, err := parseFast(src); err == nil {
+		return r, nil
+	}
+	r, err := parseStd(src)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler reply: %w", err)
 	}
 	return r, nil
+}
+
+func parseFast(src []byte) (*SchedulerReply, error) {
+	p := &rparser{d: &fastTokenizer{src: src}, src: src}
+	return p.reply()
+}
+
+func parseStd(src []byte) (*SchedulerReply, error) {
+	d := xml.NewDecoder(bytes.NewReader(src))
+	d.Entity = xml.HTMLEntity
+	p := &rparser{d: d, src: src}
+	return p.reply()
 }
 
 // findStartTag returns the offset of "<scheduler_reply>" (or with
@@ -138,7 +153,7 @@ func findStartTag(data []byte) int {
 // namespace bookkeeping of Token; since it does not check that end tags
 // match, every consumer checks the names itself.
 type rparser struct {
-	d   *xml.Decoder
+	d   tokenSource
 	src []byte
 	buf []byte
 }
@@ -263,8 +278,6 @@ func (p *rparser) children(name xml.Name, fn func(t xml.StartElement) error) err
 		}
 	}
 }
-
-func (p *rparser) str(t xml.StartElement) (string, error) { return p.text(t.Name) }
 
 func (p *rparser) trimmed(t xml.StartElement) (string, error) {
 	s, err := p.text(t.Name)

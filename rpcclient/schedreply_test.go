@@ -253,3 +253,36 @@ func FuzzParseSchedulerReply(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastTokenizerMatchesDecoder checks the fast path against encoding/xml:
+// whatever the fast tokenizer accepts, encoding/xml must accept with the
+// same result.
+func FuzzFastTokenizerMatchesDecoder(f *testing.F) {
+	for _, name := range []string{"01_reply_first_contact_with_work.xml", "03_reply_no_work.xml", "04_reply_result_acks.xml"} {
+		f.Add(readFixture(f, filepath.Join("scheduler", name)))
+	}
+	for _, s := range []string{
+		`<scheduler_reply><message priority='low'>a &amp; b &#65;&#x42; <![CDATA[c]]></message><project_preferences><a x="1"/> <!-- c --></project_preferences></scheduler_reply>`,
+		"<scheduler_reply><project_name>caf\u00e9</project_name><x  a = \"1\" ></x ></scheduler_reply>",
+		"<scheduler_reply><project_name>a]]>b</project_name></scheduler_reply>",
+		"<scheduler_reply><message a=\"1\"b='2' c=\"&lt;\">x\ty</message\n><x/ ><!-- a- --><!-- b ---></scheduler_reply>",
+		"<scheduler_reply><user_name>&#0;&#x;&#65&#x10FFFF;&#xD800;&nbsp;</user_name><hostid>07</hostid></scheduler_reply>",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		start := findStartTag(data)
+		if start < 0 {
+			return
+		}
+		src := data[start:]
+		fast, ferr := parseFast(src)
+		std, serr := parseStd(src)
+		if ferr == nil && serr != nil {
+			t.Fatalf("fast path accepted what encoding/xml rejects (%v): %q", serr, src)
+		}
+		if ferr == nil && !reflect.DeepEqual(fast, std) {
+			t.Fatalf("results differ for %q:\nfast %+v\nstd  %+v", src, fast, std)
+		}
+	})
+}
