@@ -273,38 +273,46 @@ func (r *Runner) Start(ctx context.Context, spec TaskSpec) (slot int, pid int, e
 		return -1, 0, err
 	}
 	key := spec.Result.Key()
-	slot, err = r.reserveSlot(key, spec.Slot)
+	n, err := r.reserveSlot(key, spec.Slot)
 	if err != nil {
 		return -1, 0, err
 	}
-	reserved := true
+	started := false
 	defer func() {
-		if reserved {
-			r.mu.Lock()
-			delete(r.busy, slot)
-			r.mu.Unlock()
+		if started {
+			return
 		}
+		// A slot allocated for this start holds nothing worth keeping;
+		// a reused one keeps its checkpoint files.
+		if spec.Slot < 0 {
+			if err := os.RemoveAll(slotDir(r.dataDir, n)); err != nil {
+				r.log.Warn("clean slot after failed start", "slot", n, "err", err)
+			}
+		}
+		r.mu.Lock()
+		delete(r.busy, n)
+		r.mu.Unlock()
 	}()
 
-	t, err := r.prepare(ctx, spec, slot)
+	t, err := r.prepare(ctx, spec, n)
 	if err != nil {
-		return -1, 0, fmt.Errorf("start %s in slot %d: %w", spec.Result.Name, slot, err)
+		return -1, 0, fmt.Errorf("start %s in slot %d: %w", spec.Result.Name, n, err)
 	}
 	if err := r.launch(t, spec); err != nil {
 		if t.shm != nil {
 			t.shm.Close()
 		}
-		return -1, 0, fmt.Errorf("start %s in slot %d: %w", spec.Result.Name, slot, err)
+		return -1, 0, fmt.Errorf("start %s in slot %d: %w", spec.Result.Name, n, err)
 	}
 
 	r.mu.Lock()
 	r.tasks[key] = t
-	reserved = false // the task holds the slot now
+	started = true // the task holds the slot now
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go r.wait(t)
-	r.log.Info("task started", "result", t.name, "slot", slot, "pid", t.pid, "api", t.api)
-	return slot, t.pid, nil
+	r.log.Info("task started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api)
+	return n, t.pid, nil
 }
 
 func checkSpec(spec TaskSpec) error {
