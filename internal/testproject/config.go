@@ -66,9 +66,13 @@ type App struct {
 	// Platform of the version; "" answers each request with its own
 	// <platform_name>, so a shell-script app runs on any host.
 	Platform string
-	Files    []AppFile // at least one; exactly one MainProgram (default: the first)
-	AvgNCPUs float64   // default 1
-	Flops    float64   // default 1e9
+	// APIVersion is sent as <api_version>: set it for apps linked with the
+	// BOINC API (the client then drives them through shared memory); leave
+	// it empty for plain programs.
+	APIVersion string
+	Files      []AppFile // at least one; exactly one MainProgram (default: the first)
+	AvgNCPUs   float64   // default 1
+	Flops      float64   // default 1e9
 }
 
 // AppFile is one file of an app version.

@@ -138,6 +138,9 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 		b.linef("    <app_name>%s</app_name>", xmlEscape(app.Name))
 		b.linef("    <version_num>%d</version_num>", app.VersionNum)
 		b.linef("    <platform>%s</platform>", xmlEscape(j.Platform))
+		if app.APIVersion != "" {
+			b.linef("    <api_version>%s</api_version>", xmlEscape(app.APIVersion))
+		}
 		b.linef("    <avg_ncpus>%f</avg_ncpus>", app.AvgNCPUs)
 		b.linef("    <flops>%f</flops>", app.Flops)
 		for _, f := range app.files {

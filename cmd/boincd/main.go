@@ -1,0 +1,217 @@
+// Command boincd is a BOINC-compatible volunteer-computing client daemon.
+//
+//	boincd [--dir DIR] [flags]        run the client (same as "boincd run")
+//	boincd demo                       run against a built-in demo project
+//	boincd probe [--json]             print what the host probe finds
+//	boincd version
+//
+// It accepts the C++ client's flags where they overlap, so service units
+// and container images can swap the binary. The same executable is also
+// the demo science app: started under a name beginning with
+// "boincd_demoapp" it runs the demo app instead.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/coproc"
+	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/internal/demoapp"
+)
+
+func main() {
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if strings.HasPrefix(filepath.Base(args[0]), demoapp.BinaryPrefix) {
+		return demoapp.Main(args[1:])
+	}
+	sub, rest := "run", args[1:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		sub, rest = rest[0], rest[1:]
+	}
+	switch sub {
+	case "run":
+		return runDaemon(rest, stderr)
+	case "demo":
+		return runDemo(rest, stdout, stderr)
+	case "probe":
+		return runProbe(rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "boincd %d.%d.%d (BOINC client protocol)\n", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease)
+		return 0
+	case "help":
+		usage(stdout)
+		return 0
+	}
+	fmt.Fprintf(stderr, "boincd: unknown command %q\n", sub)
+	usage(stderr)
+	return 2
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage:
+  boincd [run] [--dir DIR] [--config FILE] [flags]   run the client
+  boincd demo [--tasks N] [--seconds S] [--dir DIR]  run against a built-in demo project
+  boincd probe [--json]                              show what the host probe finds
+  boincd version
+Run "boincd run --help" for the daemon's flags.
+`)
+}
+
+// runFlags are the daemon's flags; names follow the C++ client.
+type runFlags struct {
+	dir, configPath      string
+	guiRPCPort           int
+	allowRemoteGUIRPC    bool
+	noGPUs, exitWhenIdle bool
+	skipBenchmarks       bool
+	logLevel, logFormat  string
+	ignoredCompatibility bool
+}
+
+func runDaemon(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("boincd run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f runFlags
+	fs.StringVar(&f.dir, "dir", ".", "data directory (state, projects, slots, config)")
+	fs.StringVar(&f.configPath, "config", "", "config file (default DIR/"+config.FileName+")")
+	fs.IntVar(&f.guiRPCPort, "gui_rpc_port", 0, "GUI RPC port (default 31416)")
+	fs.BoolVar(&f.allowRemoteGUIRPC, "allow_remote_gui_rpc", false, "accept GUI RPC connections from other hosts")
+	fs.BoolVar(&f.noGPUs, "no_gpus", false, "do not use any GPU")
+	fs.BoolVar(&f.exitWhenIdle, "exit_when_idle", false, "exit when there are no tasks left and no project gives more")
+	fs.BoolVar(&f.skipBenchmarks, "skip_cpu_benchmarks", false, "do not run CPU benchmarks (use 1 GFLOPS/GIOPS if none were run before)")
+	fs.StringVar(&f.logLevel, "log_level", "", "debug, info, warn or error (overrides the config)")
+	fs.StringVar(&f.logFormat, "log_format", "", "text, json or auto (overrides the config)")
+	// Flags of the C++ client that only make sense for its own process
+	// model; boincd never forks or redirects, a service manager does.
+	for _, name := range []string{"daemon", "redirectio", "check_all_logins", "no_priority_change"} {
+		fs.BoolVar(&f.ignoredCompatibility, name, false, "accepted for compatibility with the C++ client; no effect")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfgPath := f.configPath
+	if cfgPath == "" {
+		cfgPath = filepath.Join(f.dir, config.FileName)
+	}
+	cfg, err := config.Load(cfgPath, f.configPath == "", os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "boincd:", err)
+		return 1
+	}
+	if f.logLevel != "" {
+		cfg.Log.Level = f.logLevel
+	}
+	if f.logFormat != "" {
+		cfg.Log.Format = f.logFormat
+	}
+	if f.guiRPCPort != 0 {
+		cfg.GUIRPC.Address = fmt.Sprintf("127.0.0.1:%d", f.guiRPCPort)
+	}
+	if f.allowRemoteGUIRPC {
+		cfg.GUIRPC.AllowRemote = true
+	}
+	logger := newLogger(stderr, cfg.Log)
+	dir := f.dir
+	if cfg.DataDir != "" && f.dir == "." {
+		dir = cfg.DataDir
+	}
+	opt := daemon.Options{
+		DataDir:      dir,
+		ConfigPath:   cfgPath,
+		Logger:       logger,
+		ExitWhenIdle: f.exitWhenIdle || cfg.ExitWhenIdle,
+		NoGPUs:       f.noGPUs || cfg.NoGPUs,
+	}
+	if f.skipBenchmarks {
+		opt.BenchmarkDuration = -1
+	}
+	d, err := daemon.New(opt)
+	if err != nil {
+		logger.Error("cannot start", slog.Any("err", err))
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				d.Reload()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if err := d.Run(ctx); err != nil && !errors.Is(err, daemon.ErrIdle) {
+		logger.Error("boincd stopped with an error", slog.Any("err", err))
+		return 1
+	}
+	return 0
+}
+
+// newLogger: text on a terminal, JSON under a service manager (systemd
+// sets JOURNAL_STREAM / INVOCATION_ID), unless the config says otherwise.
+func newLogger(w io.Writer, c config.Log) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	format := c.Format
+	if format == "" || format == "auto" {
+		format = "text"
+		if os.Getenv("JOURNAL_STREAM") != "" || os.Getenv("INVOCATION_ID") != "" {
+			format = "json"
+		}
+	}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func runProbe(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("boincd probe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	dir := fs.String("dir", ".", "data directory whose filesystem is measured")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	h, warns := coproc.ProbeHost(context.Background(), *dir)
+	for _, w := range warns {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(h)
+		return 0
+	}
+	fmt.Fprintf(stdout, "host:        %s (%s)\n", h.DomainName, h.IPAddr)
+	fmt.Fprintf(stdout, "os:          %s / %s\n", h.OSName, h.OSVersion)
+	fmt.Fprintf(stdout, "cpu:         %d x %s (%s)\n", h.PNCPUs, h.PModel, h.PVendor)
+	fmt.Fprintf(stdout, "memory:      %.1f GiB, swap %.1f GiB\n", h.MNBytes/(1<<30), h.MSwap/(1<<30))
+	fmt.Fprintf(stdout, "disk:        %.1f GiB free of %.1f GiB\n", h.DFree/(1<<30), h.DTotal/(1<<30))
+	return 0
+}

@@ -1,0 +1,408 @@
+// Package daemon is the BOINC client itself: it owns the client state in a
+// single goroutine, reconciles it with the config file, and drives the
+// decision code (what to run, what to fetch, what to report) with real
+// processes, real HTTP and a real bbolt store.
+//
+// Everything that blocks (scheduler RPCs, file transfers, child processes)
+// runs in goroutines owned by the daemon and reports back as events on one
+// channel. Each event handler mutates the state, the changed entities are
+// committed to bbolt in one transaction, and only then are new actions
+// (transfers, RPCs, process starts) begun. A crash at any point therefore
+// leaves a state from which a restart simply carries on.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/coproc"
+	"github.com/boincd/boincd/rpcclient"
+	"github.com/boincd/boincd/statefile"
+	"github.com/boincd/boincd/taskrunner"
+)
+
+// StateFileName is the bbolt file inside the data directory.
+const StateFileName = "boincd.db"
+
+// Options configure a daemon. Zero values mean the production defaults;
+// the short intervals exist for tests and the demo.
+type Options struct {
+	DataDir string
+	// ConfigPath defaults to DataDir/boincd.toml; a missing default file
+	// means "no projects".
+	ConfigPath string
+	// Config, when set, is used instead of reading ConfigPath (demo).
+	Config *config.Config
+	Logger *slog.Logger
+	Getenv func(string) string
+
+	ExitWhenIdle bool
+	NoGPUs       bool
+
+	PollInterval      time.Duration // task/transfer poll, default 1 s
+	WorkFetchInterval time.Duration // periodic work-fetch check, default 60 s
+	RPCBackoffMin     time.Duration // default 60 s
+	XferBackoffMin    time.Duration // default 120 s
+	FetchBackoffMin   time.Duration // default 600 s
+	// MaxReportDelay: finished results are reported at the latest this
+	// long after completion (SCHEDULING.md §4.4: 1 h).
+	MaxReportDelay time.Duration
+	QuitGrace      time.Duration // default 60 s
+	// BenchmarkDuration per kernel; 0 = 1 s. Negative skips benchmarks
+	// (tests), using a nominal 1 GFLOPS.
+	BenchmarkDuration time.Duration
+	Seed              uint64
+}
+
+func (o *Options) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.PollInterval, time.Second)
+	def(&o.WorkFetchInterval, 60*time.Second)
+	def(&o.RPCBackoffMin, boinc.RPCBackoffMin)
+	def(&o.XferBackoffMin, boinc.XferBackoffMin)
+	def(&o.FetchBackoffMin, 600*time.Second)
+	def(&o.MaxReportDelay, time.Hour)
+	def(&o.QuitGrace, 60*time.Second)
+	def(&o.BenchmarkDuration, time.Second)
+	if o.ConfigPath == "" {
+		o.ConfigPath = filepath.Join(o.DataDir, config.FileName)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Seed == 0 {
+		o.Seed = uint64(time.Now().UnixNano())
+	}
+}
+
+// Daemon is a running client. Create with New, run with Run.
+type Daemon struct {
+	opt  Options
+	log  *slog.Logger
+	cfg  *config.Config
+	rand *rand.Rand
+
+	store  *statefile.Store
+	batch  statefile.Batch
+	http   *rpcclient.Client
+	runner *taskrunner.Runner
+
+	st    *clientState
+	host  boinc.Host
+	prefs boinc.Prefs
+
+	events     chan any
+	taskEvents chan taskrunner.Event
+	queries    chan func()
+	reloadCh   chan struct{}
+
+	ctx    context.Context // run context: cancels transfers and RPCs
+	wg     sync.WaitGroup  // goroutines started by the loop
+	rpc    *rpcInFlight
+	xfers  map[string]*xferInFlight // file key
+	active map[string]*activeTask   // result key
+
+	nextFetchCheck time.Time
+	fetchReasons   map[string]string // project → last logged "not fetching" reason
+	flushFailing   bool
+	startTime      time.Time
+	stats          Stats
+}
+
+// Stats are counters for the summary the demo prints.
+type Stats struct {
+	RPCs, RPCFailures      int
+	Downloaded, Uploaded   int
+	TasksStarted           int
+	TasksSucceeded         int
+	TasksFailed            int
+	ResultsReported, Acked int
+	BytesDown, BytesUp     int64
+}
+
+// New prepares a daemon; nothing is opened until Run.
+func New(opt Options) (*Daemon, error) {
+	if opt.DataDir == "" {
+		return nil, errors.New("daemon: no data directory")
+	}
+	abs, err := filepath.Abs(opt.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: data directory %s: %w", opt.DataDir, err)
+	}
+	opt.DataDir = abs
+	opt.setDefaults()
+	return &Daemon{
+		opt:          opt,
+		log:          opt.Logger.With(slog.String("component", "client")),
+		rand:         rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
+		events:       make(chan any, 64),
+		taskEvents:   make(chan taskrunner.Event, 16),
+		queries:      make(chan func()),
+		reloadCh:     make(chan struct{}, 1),
+		xfers:        map[string]*xferInFlight{},
+		active:       map[string]*activeTask{},
+		fetchReasons: map[string]string{},
+	}, nil
+}
+
+// Reload asks the daemon to re-read its config (SIGHUP).
+func (d *Daemon) Reload() {
+	select {
+	case d.reloadCh <- struct{}{}:
+	default:
+	}
+}
+
+// ErrIdle is returned by Run when ExitWhenIdle stopped the daemon.
+var ErrIdle = errors.New("no work left: exiting as asked (exit_when_idle)")
+
+// Run opens the state, starts the loop and blocks until ctx is cancelled
+// (graceful shutdown: tasks are asked to quit and will resume from their
+// checkpoints next time) or, with ExitWhenIdle, until nothing is left to do.
+func (d *Daemon) Run(ctx context.Context) (err error) {
+	d.startTime = time.Now()
+	if err := os.MkdirAll(d.opt.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data directory %s: %w", d.opt.DataDir, err)
+	}
+	for _, sub := range []string{"projects", "slots"} {
+		if err := os.MkdirAll(filepath.Join(d.opt.DataDir, sub), 0o755); err != nil {
+			return fmt.Errorf("data directory %s: %w", d.opt.DataDir, err)
+		}
+	}
+	d.store, err = statefile.Open(filepath.Join(d.opt.DataDir, StateFileName), statefile.Options{Logger: d.opt.Logger})
+	if err != nil {
+		return err
+	}
+	defer d.store.Close()
+	snap, err := d.store.Load()
+	if err != nil {
+		return err
+	}
+	d.st = stateFromSnapshot(snap)
+
+	cfg := d.opt.Config
+	if cfg == nil {
+		cfg, err = config.Load(d.opt.ConfigPath, true, d.opt.Getenv)
+		if err != nil {
+			return err
+		}
+	}
+	d.cfg = cfg
+	d.prefs = cfg.BoincPrefs()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.ctx = runCtx
+
+	d.initHost(runCtx, snap.Meta)
+	d.http = rpcclient.New(rpcclient.Options{Logger: d.opt.Logger.With(slog.String("component", "http"))})
+	d.runner, err = taskrunner.NewRunner(taskrunner.Config{
+		DataDir:   d.opt.DataDir,
+		Logger:    d.opt.Logger.With(slog.String("component", "runner")),
+		Events:    d.taskEvents,
+		QuitGrace: d.opt.QuitGrace,
+	})
+	if err != nil {
+		return fmt.Errorf("task runner: %w", err)
+	}
+	d.recoverTasks()
+	d.reconcile(cfg, time.Now())
+	d.log.Info("boincd started",
+		slog.String("data_dir", d.opt.DataDir),
+		slog.Int("projects", len(d.st.projects)),
+		slog.Int("tasks", len(d.st.results)),
+		slog.Int("usable_cpus", d.usableCPUs()))
+
+	err = d.loop(runCtx)
+	d.shutdown()
+	cancel()
+	d.wg.Wait()
+	d.flush()
+	return err
+}
+
+func (d *Daemon) loop(ctx context.Context) error {
+	tick := time.NewTicker(d.opt.PollInterval)
+	defer tick.Stop()
+	d.step(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-d.events:
+			d.handleEvent(ev, time.Now())
+		case ev := <-d.taskEvents:
+			d.handleTaskExit(ev, time.Now())
+		case q := <-d.queries:
+			q()
+			continue
+		case <-d.reloadCh:
+			d.reloadConfig(time.Now())
+		case now := <-tick.C:
+			d.pollTasks(now)
+		}
+		d.step(time.Now())
+		if d.opt.ExitWhenIdle && d.idle() {
+			d.log.Info("nothing left to do; exiting (exit_when_idle)")
+			return ErrIdle
+		}
+	}
+}
+
+// step is run after every event: persist, then act.
+func (d *Daemon) step(now time.Time) {
+	if !d.flush() {
+		return
+	}
+	d.finishDetaches(now)
+	d.advanceResults(now)
+	d.startTransfers(now)
+	d.schedule(now)
+	d.maybeRPC(now)
+	d.flush()
+}
+
+// flush commits the pending batch. While it fails (disk full, read-only
+// directory) no new action is started, so nothing is acted on that is not
+// on disk; the batch is kept and retried on the next step.
+func (d *Daemon) flush() bool {
+	if d.batch.Len() == 0 {
+		return true
+	}
+	if err := d.store.Commit(&d.batch); err != nil {
+		if !d.flushFailing {
+			d.log.Error("cannot save client state; pausing new work until it can be saved", slog.String("file", d.store.Path()), slog.Any("err", err))
+		}
+		d.flushFailing = true
+		return false
+	}
+	if d.flushFailing {
+		d.log.Info("client state saved again", slog.String("file", d.store.Path()))
+	}
+	d.flushFailing = false
+	return true
+}
+
+func (d *Daemon) send(ev any) {
+	select {
+	case d.events <- ev:
+	case <-d.ctx.Done():
+	}
+}
+
+// query runs f on the owner goroutine and waits for it.
+func (d *Daemon) query(ctx context.Context, f func()) error {
+	done := make(chan struct{})
+	select {
+	case d.queries <- func() { f(); close(done) }:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (d *Daemon) projectLog(p *boinc.Project) *slog.Logger {
+	return d.log.With(slog.String("project", p.MasterURL))
+}
+
+func (d *Daemon) taskLog(r *boinc.Result) *slog.Logger {
+	return d.log.With(slog.String("project", r.ProjectURL), slog.String("task", r.Name))
+}
+
+func (d *Daemon) projectDir(p string) string {
+	return filepath.Join(d.opt.DataDir, "projects", boinc.EscapeProjectURL(p))
+}
+
+func (d *Daemon) filePath(f *boinc.FileInfo) string {
+	return filepath.Join(d.projectDir(f.ProjectURL), f.Name)
+}
+
+func (d *Daemon) uniform() float64 { return d.rand.Float64() }
+
+// initHost probes the machine and runs the CPU benchmarks when they are
+// missing or older than 5 days (the C++ client's period).
+func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
+	h, warns := coproc.ProbeHost(ctx, d.opt.DataDir)
+	for _, w := range warns {
+		d.log.Warn("host probe", slog.Any("err", w))
+	}
+	var saved boinc.Host
+	decodeMeta(meta, "host", &saved)
+	h.HostCPID = saved.HostCPID
+	if h.HostCPID == "" {
+		h.HostCPID = randomHex(d.rand, 16)
+	}
+	h.PFpops, h.PIops, h.PMembw, h.PCalculated = saved.PFpops, saved.PIops, saved.PMembw, saved.PCalculated
+	stale := h.PCalculated == 0 || time.Since(time.Unix(int64(h.PCalculated), 0)) > 5*24*time.Hour || saved.PNCPUs != h.PNCPUs || saved.PModel != h.PModel
+	if stale {
+		if d.opt.BenchmarkDuration < 0 {
+			h.PFpops, h.PIops = 1e9, 1e9
+		} else {
+			d.log.Info("running CPU benchmarks", slog.Int("cpus", h.PNCPUs))
+			h.PFpops, h.PIops = coproc.Benchmark(ctx, h.PNCPUs, d.opt.BenchmarkDuration)
+			d.log.Info("CPU benchmarks done", slog.Float64("fpops_per_cpu", h.PFpops), slog.Float64("iops_per_cpu", h.PIops))
+		}
+		h.PMembw = 1e9
+		h.PCalculated = float64(time.Now().Unix())
+	}
+	d.host = h
+	d.batch.PutMeta("host", &d.host)
+}
+
+// usableCPUs is how many CPUs tasks may use under the prefs.
+func (d *Daemon) usableCPUs() int { return d.prefs.UsableCPUs(d.host.PNCPUs) }
+
+// idle: nothing to run, transfer or report, and no project will give us
+// more work right now.
+func (d *Daemon) idle() bool {
+	if len(d.st.results) > 0 || len(d.xfers) > 0 || d.rpc != nil {
+		return false
+	}
+	for _, p := range d.st.projects {
+		if p.MasterFetchPending || p.SchedRPCPending != boinc.RPCNone {
+			return false
+		}
+		if !p.NoNewTasks && !p.Suspended && !p.DetachPending && p.WorkFetchBackoffUntil.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *Daemon) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if d.runner != nil {
+		d.runner.StopAll(ctx)
+	}
+	now := time.Now()
+	for key, at := range d.active {
+		if r := d.st.results[key]; r != nil {
+			r.ElapsedTime = at.elapsed(now)
+			r.PID = 0
+			d.batch.PutResult(r)
+		}
+	}
+	d.log.Info("boincd stopped; running tasks will resume from their checkpoints")
+}

@@ -1,0 +1,200 @@
+package daemon
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/taskrunner"
+)
+
+// reloadConfig re-reads the config file (SIGHUP). A bad file is refused
+// and the running config kept, so a typo never detaches anything.
+func (d *Daemon) reloadConfig(now time.Time) {
+	if d.opt.Config != nil {
+		d.log.Info("config reload ignored: this daemon runs on a built-in config")
+		return
+	}
+	cfg, err := config.Load(d.opt.ConfigPath, true, d.opt.Getenv)
+	if err != nil {
+		d.log.Error("config reload refused; keeping the running config", slog.Any("err", err))
+		return
+	}
+	d.log.Info("config reloaded", slog.String("file", d.opt.ConfigPath), slog.Int("projects", len(cfg.Projects)))
+	d.reconcile(cfg, now)
+}
+
+// reconcile makes the attached projects match the config: new entries are
+// attached, changed ones updated, and projects no longer listed detached.
+func (d *Daemon) reconcile(cfg *config.Config, now time.Time) {
+	d.cfg = cfg
+	d.prefs = cfg.BoincPrefs()
+	want := map[string]config.Project{}
+	for _, cp := range cfg.Projects {
+		want[cp.URL] = cp
+	}
+	for _, cp := range cfg.Projects {
+		p := d.st.projects[cp.URL]
+		if p == nil {
+			p = &boinc.Project{
+				MasterURL:          cp.URL,
+				Authenticator:      cp.Authenticator,
+				MasterFetchPending: true,
+				SchedRPCPending:    boinc.RPCInit,
+			}
+			d.st.projects[cp.URL] = p
+			d.projectLog(p).Info("attached to project")
+		}
+		if p.DetachPending {
+			p.DetachPending = false
+			d.projectLog(p).Info("project is in the config again; detach cancelled")
+		}
+		if p.Authenticator != cp.Authenticator {
+			p.Authenticator = cp.Authenticator
+			p.SchedRPCPending = boinc.RPCUserReq
+			d.projectLog(p).Info("account key changed; contacting the project")
+		}
+		p.ResourceShare = cp.ResourceShare
+		p.NoNewTasks = cp.NoNewTasks
+		p.Suspended = cp.Suspended
+		if err := os.MkdirAll(d.projectDir(p.MasterURL), 0o755); err != nil {
+			d.projectLog(p).Error("cannot create project directory", slog.Any("err", err))
+		}
+		d.batch.PutProject(p)
+	}
+	for _, p := range d.st.sortedProjects() {
+		if _, ok := want[p.MasterURL]; !ok && !p.DetachPending {
+			d.startDetach(p, now)
+		}
+	}
+	d.fetchSoon(now)
+}
+
+// startDetach begins detaching a project that left the config. Unfinished
+// tasks are aborted (and reported, so the server can reissue them at once);
+// finished ones are uploaded and reported first, unless the config says to
+// drop them, in which case the project goes at once.
+func (d *Daemon) startDetach(p *boinc.Project, now time.Time) {
+	p.DetachPending = true
+	p.NoNewTasks = true
+	d.batch.PutProject(p)
+	if d.cfg.DropResultsOnDetach {
+		d.projectLog(p).Info("project removed from config: detaching and dropping its tasks")
+		d.removeProject(p)
+		return
+	}
+	n := 0
+	for _, r := range d.st.projectResults(p.MasterURL) {
+		if r.Phase.Unfinished() {
+			d.abortTask(r, boinc.ExitAbortedByClient, "project detached", now)
+		}
+		n++
+	}
+	d.projectLog(p).Info("project removed from config: reporting its tasks, then detaching", slog.Int("tasks", n))
+}
+
+// finishDetaches removes detaching projects once nothing is left to report.
+func (d *Daemon) finishDetaches(time.Time) {
+	for _, p := range d.st.sortedProjects() {
+		if !p.DetachPending {
+			continue
+		}
+		if len(d.st.projectResults(p.MasterURL)) == 0 || d.cfg.DropResultsOnDetach {
+			d.removeProject(p)
+		}
+	}
+}
+
+// removeProject deletes everything of a project: processes, transfers,
+// state, files and slots.
+func (d *Daemon) removeProject(p *boinc.Project) {
+	url := p.MasterURL
+	for _, r := range d.st.projectResults(url) {
+		if _, ok := d.active[r.Key()]; ok {
+			_ = d.runner.Kill(r.Key())
+			delete(d.active, r.Key())
+		} else if r.Slot >= 0 {
+			_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
+		}
+	}
+	for k, x := range d.xfers {
+		if x.project == url {
+			x.cancel()
+			delete(d.xfers, k)
+		}
+	}
+	if d.rpc != nil && d.rpc.project == url {
+		d.rpc.cancel()
+	}
+	for k := range d.st.results {
+		if hasPrefixKey(k, url) {
+			delete(d.st.results, k)
+		}
+	}
+	for k := range d.st.wus {
+		if hasPrefixKey(k, url) {
+			delete(d.st.wus, k)
+		}
+	}
+	for k := range d.st.files {
+		if hasPrefixKey(k, url) {
+			delete(d.st.files, k)
+		}
+	}
+	for k := range d.st.versions {
+		if hasPrefixKey(k, url) {
+			delete(d.st.versions, k)
+		}
+	}
+	for k := range d.st.apps {
+		if hasPrefixKey(k, url) {
+			delete(d.st.apps, k)
+		}
+	}
+	delete(d.st.projects, url)
+	delete(d.fetchReasons, url)
+	d.batch.DeleteProjectAll(url)
+	if !d.flush() {
+		return
+	}
+	if err := os.RemoveAll(d.projectDir(url)); err != nil {
+		d.projectLog(p).Warn("cannot remove project directory", slog.Any("err", err))
+	}
+	d.projectLog(p).Info("detached from project")
+}
+
+func (d *Daemon) handleEvent(ev any, now time.Time) {
+	switch ev := ev.(type) {
+	case xferDone:
+		d.handleXferDone(ev, now)
+	case rpcDone:
+		d.handleRPCDone(ev, now)
+	case masterDone:
+		d.handleMasterDone(ev, now)
+	}
+}
+
+func decodeMeta(meta map[string][]byte, key string, v any) {
+	if b, ok := meta[key]; ok {
+		_ = json.Unmarshal(b, v)
+	}
+}
+
+func randomHex(r *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.UintN(256))
+	}
+	return hex.EncodeToString(b)
+}
+
+func removeQuiet(path string) {
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		slog.Debug("remove", slog.String("path", path), slog.Any("err", err))
+	}
+}

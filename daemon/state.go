@@ -1,0 +1,176 @@
+package daemon
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/statefile"
+)
+
+// clientState is everything the client knows, owned by the daemon's run
+// goroutine. Every mutation goes through a mark* call so the next flush
+// commits exactly what changed, in one transaction.
+type clientState struct {
+	projects map[string]*boinc.Project
+	apps     map[string]*boinc.App
+	versions map[string]*boinc.AppVersion
+	wus      map[string]*boinc.Workunit
+	results  map[string]*boinc.Result
+	files    map[string]*boinc.FileInfo
+}
+
+func newClientState() *clientState {
+	return &clientState{
+		projects: map[string]*boinc.Project{},
+		apps:     map[string]*boinc.App{},
+		versions: map[string]*boinc.AppVersion{},
+		wus:      map[string]*boinc.Workunit{},
+		results:  map[string]*boinc.Result{},
+		files:    map[string]*boinc.FileInfo{},
+	}
+}
+
+func stateFromSnapshot(s *statefile.Snapshot) *clientState {
+	cs := newClientState()
+	for _, p := range s.Projects {
+		cs.projects[p.MasterURL] = p
+	}
+	for _, a := range s.Apps {
+		cs.apps[a.Key()] = a
+	}
+	for _, v := range s.AppVersions {
+		cs.versions[v.Key()] = v
+	}
+	for _, w := range s.Workunits {
+		cs.wus[w.Key()] = w
+	}
+	for _, r := range s.Results {
+		cs.results[r.Key()] = r
+	}
+	for _, f := range s.Files {
+		cs.files[f.Key()] = f
+	}
+	return cs
+}
+
+func entityKey(projectURL, name string) string { return projectURL + "\x00" + name }
+
+func (cs *clientState) file(projectURL, name string) *boinc.FileInfo {
+	return cs.files[entityKey(projectURL, name)]
+}
+
+func (cs *clientState) wuOf(r *boinc.Result) *boinc.Workunit {
+	return cs.wus[entityKey(r.ProjectURL, r.WUName)]
+}
+
+func (cs *clientState) versionOf(r *boinc.Result) *boinc.AppVersion {
+	wu := cs.wuOf(r)
+	if wu == nil {
+		return nil
+	}
+	return cs.versions[boinc.AppVersionKey(r.ProjectURL, wu.AppName, r.Platform, r.PlanClass, r.VersionNum)]
+}
+
+// inputFiles lists every file a result needs before it can run: its app
+// version's files and its workunit's inputs.
+func (cs *clientState) inputFiles(r *boinc.Result) []*boinc.FileInfo {
+	var out []*boinc.FileInfo
+	if v := cs.versionOf(r); v != nil {
+		for _, ref := range v.FileRefs {
+			if f := cs.file(r.ProjectURL, ref.FileName); f != nil {
+				out = append(out, f)
+			}
+		}
+	}
+	if wu := cs.wuOf(r); wu != nil {
+		for _, ref := range wu.InputFiles {
+			if f := cs.file(r.ProjectURL, ref.FileName); f != nil {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
+func (cs *clientState) outputFiles(r *boinc.Result) []*boinc.FileInfo {
+	var out []*boinc.FileInfo
+	for _, ref := range r.OutputFiles {
+		if f := cs.file(r.ProjectURL, ref.FileName); f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// sortedResults returns results in a stable order (deadline, then name), so
+// every decision made from the state is deterministic.
+func (cs *clientState) sortedResults() []*boinc.Result {
+	out := make([]*boinc.Result, 0, len(cs.results))
+	for _, r := range cs.results {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].ReportDeadline.Equal(out[j].ReportDeadline) {
+			return out[i].ReportDeadline.Before(out[j].ReportDeadline)
+		}
+		return out[i].Key() < out[j].Key()
+	})
+	return out
+}
+
+func (cs *clientState) sortedProjects() []*boinc.Project {
+	out := make([]*boinc.Project, 0, len(cs.projects))
+	for _, p := range cs.projects {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].MasterURL < out[j].MasterURL })
+	return out
+}
+
+func (cs *clientState) projectResults(url string) []*boinc.Result {
+	var out []*boinc.Result
+	for _, r := range cs.sortedResults() {
+		if r.ProjectURL == url {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// fileInUse reports whether any remaining result or app version refers to
+// the file, so garbage collection never removes a file still needed.
+func (cs *clientState) fileInUse(f *boinc.FileInfo) bool {
+	for _, r := range cs.results {
+		if r.ProjectURL != f.ProjectURL {
+			continue
+		}
+		for _, ref := range r.OutputFiles {
+			if ref.FileName == f.Name {
+				return true
+			}
+		}
+		if wu := cs.wuOf(r); wu != nil {
+			for _, ref := range wu.InputFiles {
+				if ref.FileName == f.Name {
+					return true
+				}
+			}
+		}
+	}
+	for _, v := range cs.versions {
+		if v.ProjectURL != f.ProjectURL {
+			continue
+		}
+		for _, ref := range v.FileRefs {
+			if ref.FileName == f.Name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hasPrefixKey(key, projectURL string) bool {
+	return strings.HasPrefix(key, projectURL+"\x00")
+}

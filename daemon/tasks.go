@@ -1,0 +1,380 @@
+package daemon
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/taskrunner"
+)
+
+// activeTask is a task with a live process.
+type activeTask struct {
+	started     time.Time // wall time of this run's start
+	baseElapsed float64   // elapsed seconds before this run
+	suspended   bool
+	suspendedAt time.Time
+	pausedSecs  float64
+	aborting    bool
+	abortStatus int
+	abortMsg    string
+}
+
+func (a *activeTask) elapsed(now time.Time) float64 {
+	run := now.Sub(a.started).Seconds() - a.pausedSecs
+	if a.suspended {
+		run -= now.Sub(a.suspendedAt).Seconds()
+	}
+	if run < 0 {
+		run = 0
+	}
+	return a.baseElapsed + run
+}
+
+// maxRestartsWithoutCheckpoint mirrors the C++ client's limit on premature
+// exits before a task is declared broken (ERR_TOO_MANY_EXITS).
+const maxRestartsWithoutCheckpoint = 100
+
+// recoverTasks runs once at start: processes left over from a daemon that
+// was killed are stopped (they are restarted from their checkpoints under
+// our control), and slot directories that no task owns are removed.
+func (d *Daemon) recoverTasks() {
+	owned := map[int]bool{}
+	for _, r := range d.st.results {
+		if r.Slot >= 0 && r.Phase == boinc.PhaseComputing {
+			owned[r.Slot] = true
+			if r.PID > 0 {
+				taskrunner.KillOrphan(d.opt.DataDir, r.Slot, r.PID)
+				r.PID = 0
+				d.batch.PutResult(r)
+			}
+		} else if r.Slot >= 0 {
+			r.Slot = -1
+			d.batch.PutResult(r)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(d.opt.DataDir, "slots"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil || owned[n] {
+			continue
+		}
+		if err := taskrunner.CleanSlot(d.opt.DataDir, n); err != nil {
+			d.log.Warn("cannot clean unused slot", slog.Int("slot", n), slog.Any("err", err))
+		}
+	}
+}
+
+// runnable reports whether the result may be given a CPU now, and if not,
+// why (for the log and the status view).
+func (d *Daemon) runnable(r *boinc.Result, now time.Time) (bool, string) {
+	p := d.st.projects[r.ProjectURL]
+	switch {
+	case p == nil:
+		return false, "project gone"
+	case !r.Phase.Runnable():
+		return false, r.Phase.String()
+	case p.Suspended:
+		return false, "project suspended"
+	case p.DetachPending:
+		return false, "project detaching"
+	case r.SuspendedViaGUI:
+		return false, "suspended by user"
+	case now.Before(r.RetryAfter):
+		return false, "waiting to retry after a temporary exit"
+	}
+	return true, ""
+}
+
+// schedule enforces the run set: earliest deadline first over the usable
+// CPUs, without preempting tasks already running (the scheduling core of
+// the next issue replaces this policy behind the same call).
+func (d *Daemon) schedule(now time.Time) {
+	var cands []schedJob
+	for _, r := range d.st.sortedResults() {
+		ok, _ := d.runnable(r, now)
+		if !ok {
+			continue
+		}
+		v := d.st.versionOf(r)
+		if v == nil {
+			continue
+		}
+		_, running := d.active[r.Key()]
+		cands = append(cands, schedJob{Key: r.Key(), Deadline: r.ReportDeadline, NCPUs: v.AvgNCPUs, Running: running})
+	}
+	want := scheduleEDF(cands, float64(d.usableCPUs()))
+	wantSet := make(map[string]bool, len(want))
+	for _, k := range want {
+		wantSet[k] = true
+	}
+	for key, at := range d.active {
+		if at.aborting {
+			continue
+		}
+		if !wantSet[key] && !at.suspended {
+			if err := d.runner.Suspend(key); err == nil {
+				at.suspended, at.suspendedAt = true, now
+				d.log.Info("task suspended", slog.String("task", key[len(d.st.results[key].ProjectURL)+1:]))
+			}
+		} else if wantSet[key] && at.suspended {
+			if err := d.runner.Resume(key); err == nil {
+				at.pausedSecs += now.Sub(at.suspendedAt).Seconds()
+				at.suspended = false
+			}
+		}
+	}
+	for _, key := range want {
+		if _, ok := d.active[key]; ok {
+			continue
+		}
+		d.startTask(d.st.results[key], now)
+	}
+}
+
+func (d *Daemon) freeSlot() int {
+	used := map[int]bool{}
+	for _, r := range d.st.results {
+		if r.Slot >= 0 {
+			used[r.Slot] = true
+		}
+	}
+	for n := 0; ; n++ {
+		if !used[n] {
+			return n
+		}
+	}
+}
+
+func (d *Daemon) startTask(r *boinc.Result, now time.Time) {
+	log := d.taskLog(r)
+	p := d.st.projects[r.ProjectURL]
+	v := d.st.versionOf(r)
+	wu := d.st.wuOf(r)
+	if p == nil || v == nil || wu == nil {
+		return
+	}
+	app := d.st.apps[entityKey(r.ProjectURL, wu.AppName)]
+	if app == nil {
+		app = &boinc.App{ProjectURL: r.ProjectURL, Name: wu.AppName}
+	}
+	files := map[string]*boinc.FileInfo{}
+	for _, f := range d.st.inputFiles(r) {
+		files[f.Name] = f
+	}
+	for _, f := range d.st.outputFiles(r) {
+		files[f.Name] = f
+	}
+	resumed := r.Phase == boinc.PhaseComputing && r.Slot >= 0
+	if r.Slot < 0 {
+		r.Slot = d.freeSlot()
+	}
+	if err := r.SetPhase(boinc.PhaseComputing); err != nil {
+		log.Error("cannot start task", slog.Any("err", err))
+		return
+	}
+	d.batch.PutResult(r)
+	// The slot and phase are on disk before the process exists, so a crash
+	// right after the start finds the slot owned and restarts the task.
+	if !d.flush() {
+		return
+	}
+	slot, pid, err := d.runner.Start(d.ctx, taskrunner.TaskSpec{
+		Project: p, App: app, Version: v, WU: wu, Result: r, Files: files,
+		Host: d.host, Prefs: d.prefs, Slot: r.Slot,
+	})
+	if err != nil {
+		log.Error("cannot start task", slog.Any("err", err))
+		d.taskFailed(r, boinc.PhaseComputeError, boinc.ErrResultStart, "couldn't start: "+err.Error(), now)
+		return
+	}
+	r.Slot, r.PID = slot, pid
+	d.batch.PutResult(r)
+	d.active[r.Key()] = &activeTask{started: now, baseElapsed: r.ElapsedTime}
+	d.stats.TasksStarted++
+	if resumed {
+		log.Info("task restarted", slog.Int("slot", slot), slog.Float64("from_checkpoint_cpu", r.CheckpointCPUTime))
+	} else {
+		log.Info("task started", slog.Int("slot", slot), slog.String("app", app.Name))
+	}
+}
+
+// pollTasks reads progress from the running tasks every second.
+func (d *Daemon) pollTasks(now time.Time) {
+	for _, s := range d.runner.Poll(now) {
+		r := d.st.results[s.ResultKey]
+		at := d.active[s.ResultKey]
+		if r == nil || at == nil {
+			continue
+		}
+		r.CurrentCPUTime = s.CPUTime
+		if s.FractionDone > 0 {
+			r.FractionDone = s.FractionDone
+		}
+		r.ElapsedTime = at.elapsed(now)
+		if s.WorkingSet > r.PeakWorkingSet {
+			r.PeakWorkingSet = s.WorkingSet
+		}
+		if s.Checkpointed {
+			r.CheckpointCPUTime = s.CheckpointCPUTime
+			r.CheckpointElapsedTime = r.ElapsedTime
+			r.Restarts = 0
+			// Only checkpoints are persisted: progress between them is lost
+			// in a crash anyway, and writing every second would wear disks.
+			d.batch.PutResult(r)
+		}
+	}
+	d.checkDeadlinesOfDownloads(now)
+}
+
+func (d *Daemon) handleTaskExit(ev taskrunner.Event, now time.Time) {
+	r := d.st.results[ev.ResultKey]
+	at := d.active[ev.ResultKey]
+	delete(d.active, ev.ResultKey)
+	if r == nil {
+		// The task's project was detached while it ran: nothing to record,
+		// but its slot must not outlive it.
+		_ = taskrunner.CleanSlot(d.opt.DataDir, ev.Slot)
+		return
+	}
+	log := d.taskLog(r)
+	if at != nil {
+		r.ElapsedTime = at.elapsed(now)
+	}
+	r.PID = 0
+	x := ev.Exit
+	if x.CPUTime > r.CurrentCPUTime {
+		r.CurrentCPUTime = x.CPUTime
+	}
+	if at != nil && at.aborting {
+		d.finishTask(r, x)
+		r.Slot = -1
+		_ = r.Fail(boinc.PhaseAborted, at.abortStatus, at.abortMsg, now)
+		log.Info("task aborted", slog.String("reason", at.abortMsg))
+		d.batch.PutResult(r)
+		return
+	}
+	switch x.Outcome {
+	case taskrunner.Success:
+		d.finishTask(r, x)
+		r.Slot = -1
+		for _, o := range x.Outputs {
+			if f := d.st.file(r.ProjectURL, o.Name); f != nil {
+				f.NBytes = float64(o.NBytes)
+				f.MD5 = o.MD5
+				f.Status = boinc.FilePresent
+				d.batch.PutFile(f)
+			}
+		}
+		r.CompletedTime = now
+		if err := r.SetPhase(boinc.PhaseUploading); err != nil {
+			log.Error("task finished in an unexpected state", slog.Any("err", err))
+		}
+		if p := d.st.projects[r.ProjectURL]; p != nil && p.TaskFailures > 0 {
+			p.TaskFailures, p.TaskBackoffUntil = 0, time.Time{}
+			d.batch.PutProject(p)
+		}
+		d.stats.TasksSucceeded++
+		log.Info("computation finished", slog.Float64("elapsed_s", r.FinalElapsedTime), slog.Float64("cpu_s", r.FinalCPUTime))
+	case taskrunner.Error:
+		d.finishTask(r, x)
+		r.Slot = -1
+		status := x.ExitStatus
+		if status == 0 {
+			status = boinc.ExitUnknown
+		}
+		msg := x.Message
+		if msg == "" {
+			msg = "process exited with code " + strconv.Itoa(x.ExitStatus)
+		}
+		log.Warn("computation error", slog.Int("exit_status", status), slog.String("reason", msg))
+		d.taskFailed(r, boinc.PhaseComputeError, status, msg, now)
+	case taskrunner.Aborted:
+		d.finishTask(r, x)
+		r.Slot = -1
+		_ = r.Fail(boinc.PhaseAborted, boinc.ExitAbortedByClient, x.Message, now)
+	case taskrunner.TemporaryExit:
+		r.RetryAfter = now.Add(x.Delay)
+		log.Info("task asked to be restarted later", slog.Duration("delay", x.Delay), slog.String("reason", x.Message))
+	default: // restart: quit for shutdown or preemption, or premature exit
+		r.Restarts++
+		if r.Restarts > maxRestartsWithoutCheckpoint {
+			d.finishTask(r, x)
+			r.Slot = -1
+			d.taskFailed(r, boinc.PhaseComputeError, boinc.ErrTooManyExits, "too many exits without a checkpoint", now)
+		} else if x.Message != "" {
+			log.Info("task will restart", slog.String("reason", x.Message))
+		}
+	}
+	d.batch.PutResult(r)
+}
+
+func (d *Daemon) finishTask(r *boinc.Result, x taskrunner.ExitInfo) {
+	r.FinalCPUTime = r.CurrentCPUTime
+	r.FinalElapsedTime = r.ElapsedTime
+	r.StderrOut = x.Stderr
+	r.FractionDone = 1
+}
+
+// taskFailed records a failed task and counts it against its project: a
+// project whose tasks keep failing gets its work fetch backed off like a
+// failing scheduler, so a broken app cannot cause a download-crash storm.
+func (d *Daemon) taskFailed(r *boinc.Result, phase boinc.Phase, status int, msg string, now time.Time) {
+	if err := r.Fail(phase, status, msg, now); err != nil {
+		d.taskLog(r).Error("cannot record task failure", slog.Any("err", err))
+	}
+	r.Slot = -1
+	d.batch.PutResult(r)
+	d.stats.TasksFailed++
+	p := d.st.projects[r.ProjectURL]
+	if p == nil {
+		return
+	}
+	p.TaskFailures++
+	if p.TaskFailures >= 2 {
+		delay := boinc.ExponentialBackoff(p.TaskFailures-2, d.opt.RPCBackoffMin, boinc.RPCBackoffMax, d.uniform())
+		p.TaskBackoffUntil = now.Add(delay)
+		d.projectLog(p).Warn("tasks keep failing; holding off work fetch from this project",
+			slog.Int("consecutive_failures", p.TaskFailures), slog.Duration("backoff", delay.Round(time.Second)))
+	}
+	d.batch.PutProject(p)
+}
+
+// abortTask ends a task for good: its process (if any) is killed and the
+// result is reported as aborted with status.
+func (d *Daemon) abortTask(r *boinc.Result, status int, msg string, now time.Time) {
+	if at, ok := d.active[r.Key()]; ok {
+		at.aborting, at.abortStatus, at.abortMsg = true, status, msg
+		if err := d.runner.Kill(r.Key()); err != nil {
+			d.taskLog(r).Warn("cannot kill task", slog.Any("err", err))
+		}
+		return
+	}
+	if r.Slot >= 0 {
+		_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
+		r.Slot = -1
+	}
+	if err := r.Fail(boinc.PhaseAborted, status, msg, now); err != nil {
+		d.taskLog(r).Warn("cannot abort task", slog.Any("err", err))
+		return
+	}
+	d.taskLog(r).Info("task aborted", slog.String("reason", msg))
+	d.batch.PutResult(r)
+}
+
+// checkDeadlinesOfDownloads is a hook for the periodic checks that need a
+// clock tick but no event: results whose deadline passed while their files
+// were still downloading are not worth computing.
+func (d *Daemon) checkDeadlinesOfDownloads(now time.Time) {
+	for _, r := range d.st.results {
+		if (r.Phase == boinc.PhaseNew || r.Phase == boinc.PhaseDownloading) && !r.ReportDeadline.IsZero() && now.After(r.ReportDeadline) {
+			d.abortTask(r, boinc.ExitAbortedByClient, "deadline passed before the task's files were downloaded", now)
+		}
+	}
+}

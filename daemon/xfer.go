@@ -1,0 +1,278 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/rpcclient"
+)
+
+// Transfer concurrency, as the C++ client's cc_config defaults.
+const (
+	maxFileXfers           = 8
+	maxFileXfersPerProject = 2
+)
+
+type xferInFlight struct {
+	project string
+	upload  bool
+	cancel  context.CancelFunc
+	started time.Time
+}
+
+type xferDone struct {
+	key      string
+	upload   bool
+	urlIndex int
+	bytes    int64
+	err      error
+}
+
+// advanceResults moves results along the pipeline when their files allow:
+// inputs all present → downloaded; an input failed for good → download
+// failed; outputs all uploaded → uploaded (ready to report).
+func (d *Daemon) advanceResults(now time.Time) {
+	for _, r := range d.st.sortedResults() {
+		switch r.Phase {
+		case boinc.PhaseNew, boinc.PhaseDownloading:
+			d.advanceDownload(r, now)
+		case boinc.PhaseUploading:
+			d.advanceUpload(r, now)
+		}
+	}
+}
+
+func (d *Daemon) advanceDownload(r *boinc.Result, now time.Time) {
+	v, wu := d.st.versionOf(r), d.st.wuOf(r)
+	if v == nil || wu == nil {
+		d.taskFailed(r, boinc.PhaseDownloadFailed, boinc.ErrResultDownload, "no app version or workunit for this task", now)
+		return
+	}
+	refs := append(append([]boinc.FileRef(nil), v.FileRefs...), wu.InputFiles...)
+	all := true
+	for _, ref := range refs {
+		f := d.st.file(r.ProjectURL, ref.FileName)
+		switch {
+		case f == nil:
+			d.taskFailed(r, boinc.PhaseDownloadFailed, boinc.ErrResultDownload, "the server sent no file_info for "+ref.FileName, now)
+			return
+		case f.Status < 0:
+			msg := "download of " + f.Name + " failed"
+			if f.ErrorMsg != "" {
+				msg += ": " + f.ErrorMsg
+			}
+			d.taskFailed(r, boinc.PhaseDownloadFailed, boinc.ErrResultDownload, msg, now)
+			return
+		case f.Status != boinc.FilePresent:
+			all = false
+		}
+	}
+	target := boinc.PhaseDownloading
+	if all {
+		target = boinc.PhaseDownloaded
+	}
+	if r.Phase != target {
+		if err := r.SetPhase(target); err == nil {
+			d.batch.PutResult(r)
+			if target == boinc.PhaseDownloaded {
+				d.taskLog(r).Info("task files downloaded; ready to run")
+			}
+		}
+	}
+}
+
+func (d *Daemon) advanceUpload(r *boinc.Result, now time.Time) {
+	done := true
+	for _, ref := range r.OutputFiles {
+		f := d.st.file(r.ProjectURL, ref.FileName)
+		if f == nil || !f.IsUpload() || f.Uploaded {
+			continue
+		}
+		if f.Status < 0 {
+			d.taskFailed(r, boinc.PhaseUploadFailed, boinc.ErrResultUpload, "upload of "+f.Name+" failed: "+f.ErrorMsg, now)
+			return
+		}
+		if f.Status == boinc.FilePresent {
+			done = false
+		}
+	}
+	if done {
+		if err := r.SetPhase(boinc.PhaseUploaded); err == nil {
+			d.batch.PutResult(r)
+			d.taskLog(r).Info("task outputs uploaded; ready to report")
+		}
+	}
+}
+
+func (d *Daemon) xferCounts() (total int, per map[string]int) {
+	per = map[string]int{}
+	for _, x := range d.xfers {
+		per[x.project]++
+	}
+	return len(d.xfers), per
+}
+
+// startTransfers starts downloads for files that tasks wait on and uploads
+// for outputs of finished tasks, within the concurrency limits and the
+// per-file backoffs.
+func (d *Daemon) startTransfers(now time.Time) {
+	total, per := d.xferCounts()
+	try := func(f *boinc.FileInfo, upload bool) {
+		if total >= maxFileXfers || per[f.ProjectURL] >= maxFileXfersPerProject {
+			return
+		}
+		if _, busy := d.xfers[f.Key()]; busy || now.Before(f.Xfer.NextRequestTime) {
+			return
+		}
+		if p := d.st.projects[f.ProjectURL]; p == nil || (p.DetachPending && !upload) {
+			return
+		}
+		d.startXfer(f, upload, now)
+		total++
+		per[f.ProjectURL]++
+	}
+	for _, r := range d.st.sortedResults() {
+		switch r.Phase {
+		case boinc.PhaseDownloading:
+			for _, f := range d.st.inputFiles(r) {
+				if f.Status == boinc.FileNotPresent {
+					try(f, false)
+				}
+			}
+		case boinc.PhaseUploading:
+			for _, f := range d.st.outputFiles(r) {
+				if f.IsUpload() && !f.Uploaded && f.Status == boinc.FilePresent {
+					try(f, true)
+				}
+			}
+		}
+	}
+}
+
+func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
+	if f.Xfer.FirstRequestTime.IsZero() {
+		f.Xfer.FirstRequestTime = now
+		d.batch.PutFile(f)
+	}
+	ctx, cancel := context.WithCancel(d.ctx)
+	d.xfers[f.Key()] = &xferInFlight{project: f.ProjectURL, upload: upload, cancel: cancel, started: now}
+	path := d.filePath(f)
+	key := f.Key()
+	log := d.log.With(slog.String("project", f.ProjectURL), slog.String("file", f.Name))
+	if upload {
+		spec := rpcclient.UploadSpec{
+			URLs: f.UploadURLs, Path: path, Name: f.Name, XMLSignature: f.XMLSignature,
+			MaxNBytes: f.MaxNBytes, NBytes: int64(f.NBytes), MD5: f.MD5,
+		}
+		log.Info("started upload", slog.Int64("bytes", int64(f.NBytes)))
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			defer cancel()
+			err := d.http.Upload(ctx, spec)
+			d.send(xferDone{key: key, upload: true, bytes: spec.NBytes, err: err})
+		}()
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		log.Error("cannot create project directory", slog.Any("err", err))
+	}
+	spec := rpcclient.DownloadSpec{
+		URLs: f.DownloadURLs, StartURL: f.Xfer.URLIndex, Path: path,
+		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: int64(f.NBytes),
+	}
+	log.Info("started download", slog.Int64("bytes", int64(f.NBytes)))
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer cancel()
+		idx, err := d.http.Download(ctx, spec)
+		d.send(xferDone{key: key, urlIndex: int(idx), bytes: spec.NBytes, err: err})
+	}()
+}
+
+// verifyRetries is how many times a download that arrived corrupt (MD5 or
+// size mismatch) is fetched again before the file is declared bad: a
+// flaky proxy deserves a second chance, a wrong file on the server does
+// not deserve a hundred.
+const verifyRetries = 3
+
+func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
+	x := d.xfers[ev.key]
+	delete(d.xfers, ev.key)
+	f := d.st.files[ev.key]
+	if f == nil {
+		return // project detached meanwhile
+	}
+	log := d.log.With(slog.String("project", f.ProjectURL), slog.String("file", f.Name))
+	if ev.err == nil {
+		f.Xfer = boinc.FileXfer{}
+		f.ErrorMsg = ""
+		if ev.upload {
+			f.Uploaded = true
+			d.stats.Uploaded++
+			d.stats.BytesUp += ev.bytes
+			log.Info("finished upload")
+			// The server has the bytes; the local copy has no further use.
+			if !f.Sticky {
+				_ = os.Remove(d.filePath(f))
+			}
+		} else {
+			f.Status = boinc.FilePresent
+			d.stats.Downloaded++
+			d.stats.BytesDown += ev.bytes
+			if f.Executable {
+				if err := os.Chmod(d.filePath(f), 0o755); err != nil {
+					log.Error("cannot make file executable", slog.Any("err", err))
+				}
+			}
+			log.Info("finished download")
+		}
+		d.batch.PutFile(f)
+		return
+	}
+	if errors.Is(ev.err, context.Canceled) && d.ctx.Err() != nil {
+		return // shutting down: not a failure
+	}
+	f.Xfer.NumRetries++
+	f.Xfer.LastError = ev.err.Error()
+	f.Xfer.URLIndex = ev.urlIndex
+	permanent := rpcclient.IsPermanent(ev.err)
+	var verr *rpcclient.VerifyError
+	if errors.As(ev.err, &verr) {
+		permanent = f.Xfer.NumRetries >= verifyRetries
+	}
+	giveUp := now.Sub(f.Xfer.FirstRequestTime) > boinc.XferGiveUp
+	what := "download"
+	if x != nil && x.upload {
+		what = "upload"
+	}
+	if permanent || giveUp {
+		code := boinc.ErrHTTPPermanent
+		if ev.upload {
+			code = boinc.ErrUploadPermanent
+		}
+		if verr != nil {
+			code = verr.Code
+		}
+		if giveUp {
+			code = boinc.ErrTimeout
+		}
+		f.Status = code
+		f.ErrorMsg = ev.err.Error()
+		log.Error(what+" failed permanently", slog.Int("retries", f.Xfer.NumRetries), slog.Any("err", ev.err))
+		if !ev.upload {
+			_ = os.Remove(d.filePath(f))
+		}
+	} else {
+		delay := boinc.ExponentialBackoff(f.Xfer.NumRetries-1, d.opt.XferBackoffMin, boinc.XferBackoffMax, d.uniform())
+		f.Xfer.NextRequestTime = now.Add(delay)
+		log.Warn(what+" failed; will retry", slog.Int("retries", f.Xfer.NumRetries), slog.Duration("backoff", delay.Round(time.Second)), slog.Any("err", ev.err))
+	}
+	d.batch.PutFile(f)
+}
