@@ -60,8 +60,8 @@ func floatKernel(stop <-chan struct{}) float64 {
 		ops += 100000 * 9
 		select {
 		case <-stop:
-			sink = x + y + z
-			return ops / time.Since(start).Seconds()
+			// Folding the state into the result keeps the loop observable.
+			return ops/time.Since(start).Seconds() + 0*(x+y+z)
 		default:
 		}
 	}
@@ -86,15 +86,8 @@ func intKernel(stop <-chan struct{}) float64 {
 		ops += 100000 * 8
 		select {
 		case <-stop:
-			isink = a + b + c
-			return ops / time.Since(start).Seconds()
+			return ops/time.Since(start).Seconds() + 0*float64((a+b+c)&1)
 		default:
 		}
 	}
 }
-
-// The sinks keep the compiler from discarding the kernels' results.
-var (
-	sink  float64
-	isink uint64
-)

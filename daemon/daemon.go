@@ -57,6 +57,9 @@ type Options struct {
 	// long after completion (SCHEDULING.md §4.4: 1 h).
 	MaxReportDelay time.Duration
 	QuitGrace      time.Duration // default 60 s
+	// HTTPStallTimeout aborts a transfer or RPC that receives nothing for
+	// this long (default 5 min, the C++ client's low-speed limit).
+	HTTPStallTimeout time.Duration
 	// BenchmarkDuration per kernel; 0 = 1 s. Negative skips benchmarks
 	// (tests), using a nominal 1 GFLOPS.
 	BenchmarkDuration time.Duration
@@ -211,7 +214,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.ctx = runCtx
 
 	d.initHost(runCtx, snap.Meta)
-	d.http = rpcclient.New(rpcclient.Options{Logger: d.opt.Logger.With(slog.String("component", "http"))})
+	d.http = rpcclient.New(rpcclient.Options{
+		Logger:       d.opt.Logger.With(slog.String("component", "http")),
+		StallTimeout: d.opt.HTTPStallTimeout,
+	})
 	d.runner, err = taskrunner.NewRunner(taskrunner.Config{
 		DataDir:   d.opt.DataDir,
 		Logger:    d.opt.Logger.With(slog.String("component", "runner")),
