@@ -162,7 +162,7 @@ func (r *Runner) classify(t *task, ps *os.ProcessState, waitErr error, s exitSna
 	case signaled:
 		info.Outcome = Error
 		info.Message = fmt.Sprintf("process got signal %d", sig)
-		info.ExitStatus = boinc.ExitUnknown
+		info.ExitStatus = sig // as the C++ client reports it
 	case info.ExitStatus != 0:
 		info.Outcome = Error
 		info.Message = fmt.Sprintf("process exited with code %d (0x%x, %d)", info.ExitStatus, uint32(info.ExitStatus), int8(info.ExitStatus))

@@ -221,8 +221,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 
 // ctlMsg is a queued process-control message (MSG_QUEUE).
 type ctlMsg struct {
-	msg    string
-	queued time.Time
+	msg string
 }
 
 // task is one running process. Fields below mu in the comment are guarded
@@ -263,6 +262,8 @@ type task struct {
 	finishKill   bool
 	finishSeen   time.Time
 	queue        []ctlMsg
+	ctlSentAt    time.Time // when the unread control message was sent
+	hung         bool
 	grace        *time.Timer
 	exited       bool
 }
@@ -444,10 +445,15 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 	}
 	if t.api && t.shm != nil {
 		r.flushQueue(t)
-		if len(t.queue) > 0 && now.Sub(t.queue[0].queued) > r.cfg.ControlTimeout && !t.killReq {
+		// A control message left unread this long means the app is hung
+		// (process_control_poll): kill it; it restarts later.
+		if full, err := t.shm.HasMsg(boincapi.ProcessControlRequest); err == nil && !full {
+			t.ctlSentAt = time.Time{}
+		} else if !t.ctlSentAt.IsZero() && time.Since(t.ctlSentAt) > r.cfg.ControlTimeout && !t.hung {
 			r.log.Warn("task left a control message unread; killing it for a restart",
-				"result", t.name, "message", t.queue[0].msg, "timeout", r.cfg.ControlTimeout)
-			if !t.abortReq {
+				"result", t.name, "timeout", r.cfg.ControlTimeout)
+			t.hung = true
+			if !t.abortReq && !t.killReq {
 				t.quitReq = true
 			}
 			r.killTree(t)
@@ -532,7 +538,7 @@ func (r *Runner) queueMsg(t *task, msg string) {
 			}
 		}
 	}
-	t.queue = append(t.queue, ctlMsg{msg: msg, queued: time.Now()})
+	t.queue = append(t.queue, ctlMsg{msg: msg})
 	r.flushQueue(t)
 }
 
@@ -546,6 +552,7 @@ func (r *Runner) flushQueue(t *task) {
 		if !sent {
 			return
 		}
+		t.ctlSentAt = time.Now()
 		t.queue = t.queue[1:]
 	}
 }

@@ -189,7 +189,7 @@ func TestExitClassification(t *testing.T) {
 			outcome: TemporaryExit, delay: 300 * time.Second, msg: "x", keepSlot: true},
 		{name: "premature exit 0", script: "exit 0\n", outcome: Restart, keepSlot: true, msg: "without calling boinc_finish"},
 		{name: "killed by TERM", script: "kill -TERM $$\nsleep 5\n", outcome: Restart, signal: int(syscall.SIGTERM), keepSlot: true},
-		{name: "crashed with SEGV", script: "kill -SEGV $$\nsleep 5\n", outcome: Error, signal: int(syscall.SIGSEGV), status: boinc.ExitUnknown},
+		{name: "crashed with SEGV", script: "kill -SEGV $$\nsleep 5\n", outcome: Error, signal: int(syscall.SIGSEGV), status: int(syscall.SIGSEGV)},
 		{name: "finish file but nonzero exit", script: "printf '5\\nbad input\\n' > boinc_finish_called\nexit 5\n",
 			outcome: Error, status: 5, msg: "bad input"},
 	}
@@ -385,6 +385,33 @@ func TestQuitGraceKillsUnresponsiveAPIApp(t *testing.T) {
 	defer shm.Close()
 	if msg, ok, _ := shm.Receive(boincapi.ProcessControlRequest); !ok || msg != boincapi.MsgQuit {
 		t.Fatalf("control channel %q %v", msg, ok)
+	}
+}
+
+func TestControlTimeoutKillsHungAPIApp(t *testing.T) {
+	e := newTestEnv(t, Config{ControlTimeout: 300 * time.Millisecond})
+	e.writeApp(t, appFile, "#!/bin/sh\nwhile :; do sleep 0.05; done\n")
+	spec := e.spec("")
+	spec.Version.APIVersion = "7.20.0"
+	if _, _, err := e.runner.Start(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.runner.Suspend(spec.Result.Key()); err != nil {
+		t.Fatal(err)
+	}
+	var ev Event
+	waitFor(t, "the hung task to be killed", 10*time.Second, func() bool {
+		e.runner.Poll(time.Now())
+		select {
+		case ev = <-e.events:
+			return true
+		default:
+			time.Sleep(50 * time.Millisecond)
+			return false
+		}
+	})
+	if ev.Exit.Outcome != Restart || ev.Exit.Signal != int(syscall.SIGKILL) {
+		t.Fatalf("exit %+v", ev.Exit)
 	}
 }
 
