@@ -44,6 +44,10 @@ type Config struct {
 	// transfer or report (the C++ client's --exit_when_idle).
 	ExitWhenIdle bool `toml:"exit_when_idle"`
 	NoGPUs       bool `toml:"no_gpus"`
+	// UnsignedAppsOK accepts app files without a valid code signature
+	// (the C++ client's cc_config unsigned_apps_ok). Off by default:
+	// a project's executables must be signed with its code-signing key.
+	UnsignedAppsOK bool `toml:"unsigned_apps_ok"`
 
 	GUIRPC   GUIRPC    `toml:"gui_rpc"`
 	Log      Log       `toml:"log"`

@@ -620,6 +620,19 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		d.st.versions[v.Key()] = &v
 		d.batch.PutAppVersion(&v)
 	}
+	// Every file of an app version is executable code: unless the
+	// volunteer opted out, it must carry the project's signature
+	// (client_state.cpp link_app_version does the same).
+	if !d.cfg.UnsignedAppsOK {
+		for i := range rep.AppVersions {
+			for _, ref := range rep.AppVersions[i].FileRefs {
+				if f := d.st.file(url, ref.FileName); f != nil && !f.SignatureRequired && f.Status != boinc.FilePresent {
+					f.SignatureRequired = true
+					d.batch.PutFile(f)
+				}
+			}
+		}
+	}
 	for i := range rep.Workunits {
 		w := rep.Workunits[i]
 		w.ProjectURL = url

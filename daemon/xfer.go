@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/codesign"
 	"github.com/boincd/boincd/rpcclient"
 )
 
@@ -186,12 +188,23 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 		URLs: f.DownloadURLs, StartURL: f.Xfer.URLIndex, Path: path,
 		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: int64(f.NBytes),
 	}
+	var keyText, sigText string
+	checkSig := f.SignatureRequired
+	if checkSig {
+		sigText = f.FileSignature
+		if p := d.st.projects[f.ProjectURL]; p != nil {
+			keyText = p.CodeSignKey
+		}
+	}
 	log.Info("started download", slog.Int64("bytes", int64(f.NBytes)))
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
 		idx, err := d.http.Download(ctx, spec)
+		if err == nil && checkSig {
+			err = verifySignature(path, keyText, sigText)
+		}
 		d.send(xferDone{key: key, urlIndex: int(idx), bytes: spec.NBytes, err: err})
 	}()
 }
@@ -247,6 +260,10 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 	if errors.As(ev.err, &verr) {
 		permanent = f.Xfer.NumRetries >= verifyRetries
 	}
+	var serr *signatureError
+	if errors.As(ev.err, &serr) {
+		permanent = true
+	}
 	giveUp := now.Sub(f.Xfer.FirstRequestTime) > boinc.XferGiveUp
 	what := "download"
 	if x != nil && x.upload {
@@ -259,6 +276,9 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 		}
 		if verr != nil {
 			code = verr.Code
+		}
+		if serr != nil {
+			code = serr.code
 		}
 		if giveUp {
 			code = boinc.ErrTimeout
@@ -275,4 +295,38 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 		log.Warn(what+" failed; will retry", slog.Int("retries", f.Xfer.NumRetries), slog.Duration("backoff", delay.Round(time.Second)), slog.Any("err", ev.err))
 	}
 	d.batch.PutFile(f)
+}
+
+// signatureError: an app file whose code signature is missing or wrong.
+// Never retried: the bytes matched what the server announced, so fetching
+// them again cannot help, and running them is exactly what signing exists
+// to prevent.
+type signatureError struct {
+	code int
+	err  error
+}
+
+func (e *signatureError) Error() string { return "code signature check failed: " + e.err.Error() }
+func (e *signatureError) Unwrap() error { return e.err }
+
+// verifySignature runs in the transfer goroutine (it reads the file); a
+// bad file is removed at once so it can never be executed.
+func verifySignature(path, keyText, sigText string) error {
+	var err error
+	switch {
+	case strings.TrimSpace(keyText) == "":
+		err = &signatureError{code: boinc.ErrNoSignature, err: errors.New("the project sent no code-signing key")}
+	default:
+		if verr := codesign.VerifyFile(path, keyText, sigText); verr != nil {
+			code := boinc.ErrRSAFailed
+			if errors.Is(verr, codesign.ErrNoSignature) {
+				code = boinc.ErrNoSignature
+			}
+			err = &signatureError{code: code, err: verr}
+		}
+	}
+	if err != nil {
+		_ = os.Remove(path)
+	}
+	return err
 }
