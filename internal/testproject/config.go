@@ -128,6 +128,11 @@ type Faults struct {
 	// OversizedReply makes the next RPC's reply larger than 20 MiB (a
 	// no-work reply padded with an unknown element).
 	OversizedReply bool
+	// DownloadBytesPerSec, when positive, serves input-file bodies at
+	// about this rate (in small flushed chunks), so a test can act while
+	// a download is in progress. Not a counter: it applies to every input
+	// download that starts while it is set.
+	DownloadBytesPerSec int
 }
 
 const (

@@ -60,6 +60,9 @@ type Stats struct {
 	UploadRequests map[string]int
 	// Downloads counts GET requests per download file name.
 	Downloads map[string]int
+	// RangeDownloads counts the GET requests among Downloads that asked
+	// for a byte range (a client resuming a download).
+	RangeDownloads map[string]int
 	// LastRequest is the raw body of the last scheduler request.
 	LastRequest []byte
 	// Errors are protocol problems seen in client requests.
@@ -159,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 			Uploaded:        map[string][]byte{},
 			UploadRequests:  map[string]int{},
 			Downloads:       map[string]int{},
+			RangeDownloads:  map[string]int{},
 			ReportedResults: map[string]ReportedResult{},
 			Jobs:            map[string]Job{},
 		},
@@ -312,6 +316,7 @@ func (s *Server) Stats() Stats {
 	st.Reported = copyMap(st.Reported)
 	st.UploadRequests = copyMap(st.UploadRequests)
 	st.Downloads = copyMap(st.Downloads)
+	st.RangeDownloads = copyMap(st.RangeDownloads)
 	st.Uploaded = make(map[string][]byte, len(s.stats.Uploaded))
 	for k, v := range s.stats.Uploaded {
 		st.Uploaded[k] = bytes.Clone(v)
@@ -374,11 +379,18 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	f, ok := s.files[name]
 	corrupt := false
+	rate := 0
 	if ok {
 		s.stats.Downloads[name]++
+		if r.Header.Get("Range") != "" {
+			s.stats.RangeDownloads[name]++
+		}
 		if f.input && s.faults.CorruptDownloads > 0 {
 			s.faults.CorruptDownloads--
 			corrupt = true
+		}
+		if f.input {
+			rate = s.faults.DownloadBytesPerSec
 		}
 	}
 	s.mu.Unlock()
@@ -388,6 +400,9 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
+	if rate > 0 {
+		w = &throttledWriter{ResponseWriter: w, rc: http.NewResponseController(w), rate: rate, ctx: r.Context(), done: s.done}
+	}
 	if f.path != "" && !corrupt {
 		fh, err := os.Open(f.path)
 		if err != nil {
@@ -414,6 +429,54 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("testproject: serving corrupt download (fault)", "name", name)
 	}
 	http.ServeContent(w, r, "", s.epoch, bytes.NewReader(data))
+}
+
+// throttleTick is how often a throttled download sends a chunk.
+const throttleTick = 50 * time.Millisecond
+
+// errThrottleStopped ends a throttled body when the client went away or
+// the server is closing.
+var errThrottleStopped = errors.New("testproject: throttled download stopped")
+
+// throttledWriter sends a response body at about rate bytes per second,
+// flushing each chunk so the client really receives (and stores) the bytes
+// sent so far: a test can then interrupt the download half-way.
+type throttledWriter struct {
+	http.ResponseWriter
+	rc   *http.ResponseController
+	rate int
+	ctx  context.Context
+	done <-chan struct{}
+}
+
+func (t *throttledWriter) Write(p []byte) (int, error) {
+	chunk := max(t.rate*int(throttleTick)/int(time.Second), 1)
+	written := 0
+	for len(p) > 0 {
+		n := min(chunk, len(p))
+		m, err := t.ResponseWriter.Write(p[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		// A writer that cannot flush still gets the bytes, only later.
+		_ = t.rc.Flush()
+		p = p[n:]
+		if len(p) == 0 {
+			break
+		}
+		timer := time.NewTimer(throttleTick)
+		select {
+		case <-timer.C:
+		case <-t.ctx.Done():
+			timer.Stop()
+			return written, errThrottleStopped
+		case <-t.done:
+			timer.Stop()
+			return written, errThrottleStopped
+		}
+	}
+	return written, nil
 }
 
 // corruptBytes flips every byte, keeping the length: the client sees the
