@@ -343,16 +343,16 @@ func (r *Runner) reserveSlot(key string, want int) (int, error) {
 		return -1, ErrClosed
 	}
 	if _, ok := r.tasks[key]; ok {
-		return -1, fmt.Errorf("start task: %q is already running", strings.ReplaceAll(key, "\x00", " "))
+		return -1, fmt.Errorf("start task: %q is already running", displayKey(key))
 	}
 	for s, k := range r.busy {
 		if k == key {
-			return -1, fmt.Errorf("start task: %q is already starting in slot %d", strings.ReplaceAll(key, "\x00", " "), s)
+			return -1, fmt.Errorf("start task: %q is already starting in slot %d", displayKey(key), s)
 		}
 	}
 	if want >= 0 {
 		if k, ok := r.busy[want]; ok {
-			return -1, fmt.Errorf("start task: slot %d is in use by %q", want, strings.ReplaceAll(k, "\x00", " "))
+			return -1, fmt.Errorf("start task: slot %d is in use by %q", want, displayKey(k))
 		}
 		r.busy[want] = key
 		return want, nil
@@ -389,7 +389,7 @@ func (r *Runner) Running() []string {
 func (r *Runner) live(key string) (*task, error) {
 	t, ok := r.tasks[key]
 	if !ok || t.exited {
-		return nil, fmt.Errorf("%q: %w", strings.ReplaceAll(key, "\x00", " "), ErrNotRunning)
+		return nil, fmt.Errorf("%q: %w", displayKey(key), ErrNotRunning)
 	}
 	return t, nil
 }
@@ -750,6 +750,9 @@ func (r *Runner) send(ev Event) {
 	select {
 	case r.cfg.Events <- ev:
 	case <-r.done:
-		r.log.Warn("runner stopped; exit event dropped", "result", ev.ResultKey, "outcome", ev.Exit.Outcome.String())
+		r.log.Warn("runner stopped; exit event dropped", "result", displayKey(ev.ResultKey), "outcome", ev.Exit.Outcome.String())
 	}
 }
+
+// displayKey shows a result key (URL NUL name) in messages.
+func displayKey(key string) string { return strings.ReplaceAll(key, "\x00", " ") }
