@@ -121,7 +121,9 @@ func (d *Daemon) schedule(now time.Time) {
 		if !wantSet[key] && !at.suspended {
 			if err := d.runner.Suspend(key); err == nil {
 				at.suspended, at.suspendedAt = true, now
-				d.log.Info("task suspended", slog.String("task", key[len(d.st.results[key].ProjectURL)+1:]))
+				if r := d.st.results[key]; r != nil {
+					d.taskLog(r).Info("task suspended")
+				}
 			}
 		} else if wantSet[key] && at.suspended {
 			if err := d.runner.Resume(key); err == nil {
@@ -172,6 +174,13 @@ func (d *Daemon) startTask(r *boinc.Result, now time.Time) {
 		files[f.Name] = f
 	}
 	resumed := r.Phase == boinc.PhaseComputing && r.Slot >= 0
+	if resumed {
+		// The app restarts from its last checkpoint: work after it is lost,
+		// and so is the time spent on it (as the C++ client counts).
+		r.ElapsedTime = r.CheckpointElapsedTime
+		r.CurrentCPUTime = r.CheckpointCPUTime
+		r.FractionDone = 0
+	}
 	if r.Slot < 0 {
 		r.Slot = d.freeSlot()
 	}
@@ -251,6 +260,9 @@ func (d *Daemon) handleTaskExit(ev taskrunner.Event, now time.Time) {
 	x := ev.Exit
 	if x.CPUTime > r.CurrentCPUTime {
 		r.CurrentCPUTime = x.CPUTime
+	}
+	if x.PeakWorkingSet > r.PeakWorkingSet {
+		r.PeakWorkingSet = x.PeakWorkingSet
 	}
 	if at != nil && at.aborting {
 		d.finishTask(r, x)
