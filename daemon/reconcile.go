@@ -131,31 +131,11 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 	if d.rpc != nil && d.rpc.project == url {
 		d.rpc.cancel()
 	}
-	for k := range d.st.results {
-		if hasPrefixKey(k, url) {
-			delete(d.st.results, k)
-		}
-	}
-	for k := range d.st.wus {
-		if hasPrefixKey(k, url) {
-			delete(d.st.wus, k)
-		}
-	}
-	for k := range d.st.files {
-		if hasPrefixKey(k, url) {
-			delete(d.st.files, k)
-		}
-	}
-	for k := range d.st.versions {
-		if hasPrefixKey(k, url) {
-			delete(d.st.versions, k)
-		}
-	}
-	for k := range d.st.apps {
-		if hasPrefixKey(k, url) {
-			delete(d.st.apps, k)
-		}
-	}
+	deleteProjectKeys(d.st.results, url)
+	deleteProjectKeys(d.st.wus, url)
+	deleteProjectKeys(d.st.files, url)
+	deleteProjectKeys(d.st.versions, url)
+	deleteProjectKeys(d.st.apps, url)
 	delete(d.st.projects, url)
 	delete(d.fetchReasons, url)
 	d.batch.DeleteProjectAll(url)
@@ -166,6 +146,16 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 		d.projectLog(p).Warn("cannot remove project directory", slog.Any("err", err))
 	}
 	d.projectLog(p).Info("detached from project")
+}
+
+// deleteProjectKeys drops a project's entities from one state map; keys
+// are "url\x00name", so one project's URL never matches another's.
+func deleteProjectKeys[T any](m map[string]T, url string) {
+	for k := range m {
+		if hasPrefixKey(k, url) {
+			delete(m, k)
+		}
+	}
 }
 
 func (d *Daemon) handleEvent(ev any, now time.Time) {
