@@ -1,0 +1,318 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/internal/testproject"
+)
+
+// The harness runs the real daemon in-process against real testproject
+// servers on 127.0.0.1, with real processes and a real bbolt file. Only the
+// intervals are shortened, so a whole fetch → run → upload → report cycle
+// takes a few seconds.
+
+// logBuffer is a thread-safe sink for the daemon's JSON log, searchable by
+// the tests while the daemon keeps writing.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// logRecord is one decoded JSON log line.
+type logRecord map[string]any
+
+func (r logRecord) str(key string) string {
+	s, _ := r[key].(string)
+	return s
+}
+
+func (r logRecord) num(key string) float64 {
+	f, _ := r[key].(float64)
+	return f
+}
+
+func (r logRecord) time() time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, r.str("time"))
+	return t
+}
+
+// records decodes every complete line logged so far.
+func (b *logBuffer) records() []logRecord {
+	var out []logRecord
+	for _, line := range strings.Split(b.String(), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var r logRecord
+		if err := json.Unmarshal([]byte(line), &r); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// find returns the records with message msg whose string attributes match
+// attrs (key, value pairs); a value matches when it is a substring.
+func (b *logBuffer) find(msg string, attrs ...string) []logRecord {
+	var out []logRecord
+next:
+	for _, r := range b.records() {
+		if r.str("msg") != msg {
+			continue
+		}
+		for i := 0; i+1 < len(attrs); i += 2 {
+			if !strings.Contains(r.str(attrs[i]), attrs[i+1]) {
+				continue next
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// startProject starts a test project with quick defaults: the reference
+// sleeper app and no request delay, so RPCs can follow each other at once.
+func startProject(t *testing.T, cfg testproject.Config) *testproject.Server {
+	t.Helper()
+	if len(cfg.Apps) == 0 {
+		cfg.Apps = []testproject.App{testproject.DefaultApp()}
+	}
+	if cfg.RequestDelay == 0 {
+		cfg.RequestDelay = -1
+	}
+	srv, err := testproject.New(cfg)
+	if err != nil {
+		t.Fatalf("testproject.New: %v", err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatalf("testproject Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("closing test project: %v", err)
+		}
+	})
+	return srv
+}
+
+// harness is one daemon running in the background of a test.
+type harness struct {
+	t       *testing.T
+	d       *Daemon
+	logs    *logBuffer
+	root    string // parent of dataDir: nothing may appear here but dataDir
+	dataDir string
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// testOptions are the shortened intervals every harness daemon uses.
+func testOptions(dataDir string, logs *logBuffer, cfg *config.Config) Options {
+	return Options{
+		DataDir:           dataDir,
+		Config:            cfg,
+		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PollInterval:      100 * time.Millisecond,
+		WorkFetchInterval: 500 * time.Millisecond,
+		RPCBackoffMin:     500 * time.Millisecond,
+		XferBackoffMin:    500 * time.Millisecond,
+		FetchBackoffMin:   500 * time.Millisecond,
+		MaxReportDelay:    200 * time.Millisecond,
+		QuitGrace:         time.Second,
+		BenchmarkDuration: -1,
+		Seed:              42,
+	}
+}
+
+// projectsConfig attaches to each server with a fixed account key.
+func projectsConfig(servers ...*testproject.Server) *config.Config {
+	cfg := config.Default()
+	for _, s := range servers {
+		cfg.Projects = append(cfg.Projects, config.Project{URL: s.URL(), Authenticator: "test-account-key", ResourceShare: 100})
+	}
+	return cfg
+}
+
+// startDaemon runs a daemon attached to servers until the test ends. The
+// daemon is stopped (and Run awaited) before the servers close.
+func startDaemon(t *testing.T, servers ...*testproject.Server) *harness {
+	t.Helper()
+	root := t.TempDir()
+	h := &harness{t: t, logs: &logBuffer{}, root: root, dataDir: filepath.Join(root, "data"), done: make(chan error, 1)}
+	d, err := New(testOptions(h.dataDir, h.logs, projectsConfig(servers...)))
+	if err != nil {
+		t.Fatalf("daemon.New: %v", err)
+	}
+	h.d = d
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := h.stop(15 * time.Second); err != nil {
+			t.Errorf("daemon stop: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", tail(h.logs.String(), 20000))
+		}
+	})
+	return h
+}
+
+var errStillRunning = errors.New("Run did not return")
+
+// stop cancels the daemon and waits up to limit for Run to return. It is
+// safe to call more than once.
+func (h *harness) stop(limit time.Duration) error {
+	h.cancel()
+	select {
+	case err, ok := <-h.done:
+		if !ok {
+			return nil
+		}
+		close(h.done)
+		return err
+	case <-time.After(limit):
+		return errStillRunning
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// snapshot is the daemon's current view; it fails the test if the loop
+// does not answer, which would mean the owner goroutine is blocked.
+func (h *harness) snapshot() View {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := h.d.Snapshot(ctx)
+	if err != nil {
+		h.t.Fatalf("Snapshot: %v (is the daemon loop blocked?)", err)
+	}
+	return v
+}
+
+func (v View) project(url string) (ProjectView, bool) {
+	for _, p := range v.Projects {
+		if p.URL == url {
+			return p, true
+		}
+	}
+	return ProjectView{}, false
+}
+
+// waitFor polls cond until it holds or the time is up.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitAllReported waits until the server handed out n results and every
+// one of them was reported; it returns the server's stats then.
+func waitAllReported(t *testing.T, srv *testproject.Server, n int, limit time.Duration) testproject.Stats {
+	t.Helper()
+	var st testproject.Stats
+	waitFor(t, limit, "all "+strconv.Itoa(n)+" results of "+srv.URL()+" reported", func() bool {
+		st = srv.Stats()
+		if len(st.Sent) < n {
+			return false
+		}
+		for _, name := range st.Sent {
+			if st.Reported[name] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return st
+}
+
+// checkHealthy asserts that every result of a fault-free project was
+// computed, uploaded and reported exactly once, without protocol errors.
+func checkHealthy(t *testing.T, srv *testproject.Server, n int, limit time.Duration) {
+	t.Helper()
+	st := waitAllReported(t, srv, n, limit)
+	for _, name := range st.Sent {
+		rr := st.ReportedResults[name]
+		if rr.State != 5 || rr.ExitStatus != 0 {
+			t.Errorf("healthy project: result %s reported with state %d exit_status %d, want 5 and 0 (stderr %q)", name, rr.State, rr.ExitStatus, rr.StderrOut)
+		}
+		if st.Reported[name] != 1 {
+			t.Errorf("healthy project: result %s reported %d times, want 1", name, st.Reported[name])
+		}
+		for _, out := range st.Jobs[name].OutputFiles {
+			if _, ok := st.Uploaded[out]; !ok {
+				t.Errorf("healthy project: output %s of %s never uploaded", out, name)
+			}
+		}
+	}
+	if len(st.Errors) > 0 {
+		t.Errorf("healthy project saw protocol errors: %q", st.Errors)
+	}
+}
+
+// filesNamed lists paths under root whose base name contains any of names.
+func filesNamed(t *testing.T, root string, names ...string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(root, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		for _, n := range names {
+			if strings.Contains(e.Name(), n) {
+				out = append(out, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", root, err)
+	}
+	return out
+}
+
+// readFile is os.ReadFile failing the test.
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	return b
+}
