@@ -308,8 +308,26 @@ func TestCorruptDownload(t *testing.T) {
 			if st.Reported[name] != 1 {
 				t.Errorf("result reported %d times, want 1", st.Reported[name])
 			}
+			waitForgotten(t, h, name)
+			if left := filesNamed(t, h.dataDir, job.InputFile); len(left) > 0 {
+				t.Errorf("corrupt input left on disk after the ack: %q", left)
+			}
 		})
 	}
+}
+
+// waitForgotten waits until the daemon no longer lists the task (acked
+// results are deleted with their files).
+func waitForgotten(t *testing.T, h *harness, name string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, "the acked task "+name+" to be forgotten", func() bool {
+		for _, task := range h.snapshot().Tasks {
+			if task.Name == name {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestUploadHandlerErrors: transient upload refusals are retried and the
@@ -362,14 +380,10 @@ func TestUploadHandlerErrors(t *testing.T) {
 			}
 			// Reported and acked: the daemon forgets the task, nothing
 			// of it is left behind.
-			waitFor(t, 10*time.Second, "the acked task to be forgotten", func() bool {
-				for _, task := range h.snapshot().Tasks {
-					if task.Name == name {
-						return false
-					}
-				}
-				return true
-			})
+			waitForgotten(t, h, name)
+			if left := filesNamed(t, h.dataDir, out); len(left) > 0 {
+				t.Errorf("output files left after the ack: %q", left)
+			}
 		})
 	}
 }
@@ -554,4 +568,115 @@ func TestCorruptStateFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHangWhileReportingThenRestart: the RPC carrying a finished result
+// hangs and the daemon is stopped meanwhile. Nothing is lost: the next
+// daemon on the same data directory reports the result, exactly once,
+// without computing it again.
+func TestHangWhileReportingThenRestart(t *testing.T) {
+	t.Parallel()
+	srv := startProject(t, testproject.Config{TotalJobs: 1})
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cfg := projectsConfig(srv)
+	// A report delay long enough to arm the fault between the upload and
+	// the report.
+	h := startDaemonIn(t, dataDir, cfg, func(o *Options) { o.MaxReportDelay = 3 * time.Second })
+	var name string
+	waitFor(t, testLimit, "the output to be uploaded", func() bool {
+		st := srv.Stats()
+		if len(st.Uploaded) == 0 {
+			return false
+		}
+		name = st.Sent[0]
+		return true
+	})
+	srv.SetFaults(testproject.Faults{HangReplies: 1})
+	waitFor(t, testLimit, "the reporting RPC to hang", func() bool {
+		return srv.Faults().HangReplies == 0
+	})
+	if req := string(srv.Stats().LastRequest); !strings.Contains(req, "<name>"+name+"</name>") {
+		t.Fatalf("the hanging RPC does not report %s:\n%s", name, req)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	if err := h.stop(5 * time.Second); err != nil {
+		t.Fatalf("Run with a hanging RPC: %v after %s", err, time.Since(start))
+	}
+	if n := srv.Stats().Reported[name]; n != 0 {
+		t.Fatalf("the hung RPC was processed (%d reports): test setup broken", n)
+	}
+
+	h2 := startDaemonIn(t, dataDir, cfg, nil)
+	st := waitAllReported(t, srv, 1, testLimit)
+	if rr := st.ReportedResults[name]; rr.State != 5 || rr.ExitStatus != 0 {
+		t.Errorf("after restart %s reported with state %d exit %d, want 5 and 0", name, rr.State, rr.ExitStatus)
+	}
+	if st.Reported[name] != 1 {
+		t.Errorf("reported %d times, want 1", st.Reported[name])
+	}
+	if st.UploadRequests[st.Jobs[name].OutputFiles[0]] != 1 {
+		t.Errorf("output uploaded %d times, want 1", st.UploadRequests[st.Jobs[name].OutputFiles[0]])
+	}
+	if n := len(h2.logs.find("task started")); n != 0 {
+		t.Errorf("the restarted daemon ran %d tasks; the finished one must not run again", n)
+	}
+}
+
+// TestFirstContactRetried: a project attached with no_new_tasks whose
+// scheduler fails at first contact must still be contacted again after
+// the backoff, so it gets a host id (and its messages, prefs and
+// notices), as the C++ client keeps sched_rpc_pending until an RPC
+// succeeds.
+func TestFirstContactRetried(t *testing.T) {
+	t.Parallel()
+	srv := startProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{HTTPErrors: 3}})
+	cfg := projectsConfig(srv)
+	cfg.Projects[0].NoNewTasks = true
+	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
+	waitFor(t, testLimit, "the first contact to fail", func() bool {
+		return len(h.logs.find("scheduler request failed", "project", srv.URL())) == 1
+	})
+	waitFor(t, 5*time.Second, "a retried first contact to give the project a host id", func() bool {
+		p, _ := h.snapshot().project(srv.URL())
+		return p.HostID != 0
+	})
+}
+
+// TestOverlongFileName: a file name longer than the file system allows
+// (a 300-byte component; NAME_MAX is 255 on Linux) can never be stored.
+// Either the reply is refused up front, or the download fails for good
+// and the task is reported as a download error; what must not happen is
+// a task stuck "downloading" behind retries of an error that cannot go
+// away.
+func TestOverlongFileName(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("n", 300)
+	faulty := startProject(t, testproject.Config{TotalJobs: 1, MaxJobsPerRPC: 1, Faults: testproject.Faults{HostileFileName: long}})
+	healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+	h := startDaemon(t, faulty, healthy)
+	checkHealthy(t, healthy, healthyJobs, testLimit)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, f := range h.logs.find("scheduler request failed", "project", faulty.URL()) {
+			if strings.Contains(f.str("err"), long) {
+				return // refused up front, naming the file
+			}
+		}
+		st := faulty.Stats()
+		if len(st.Sent) == 1 && st.Reported[st.Sent[0]] > 0 {
+			if rr := st.ReportedResults[st.Sent[0]]; rr.ExitStatus != boinc.ErrResultDownload {
+				t.Errorf("reported with exit_status %d, want %d", rr.ExitStatus, boinc.ErrResultDownload)
+			}
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	retries := h.logs.find("download failed; will retry", "file", long)
+	var last string
+	if len(retries) > 0 {
+		last = retries[len(retries)-1].str("err")
+	}
+	t.Errorf("BUG: a %d-byte file name is neither refused nor failed: the task stays downloading, retried %d times so far (last error %q); ENAMETOOLONG is treated as transient",
+		len(long), len(retries), tail(last, 120))
 }

@@ -162,9 +162,19 @@ func projectsConfig(servers ...*testproject.Server) *config.Config {
 // daemon is stopped (and Run awaited) before the servers close.
 func startDaemon(t *testing.T, servers ...*testproject.Server) *harness {
 	t.Helper()
-	root := t.TempDir()
-	h := &harness{t: t, logs: &logBuffer{}, root: root, dataDir: filepath.Join(root, "data"), done: make(chan error, 1)}
-	d, err := New(testOptions(h.dataDir, h.logs, projectsConfig(servers...)))
+	return startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(servers...), nil)
+}
+
+// startDaemonIn runs a daemon on dataDir with cfg; tune, if set, adjusts
+// the options first.
+func startDaemonIn(t *testing.T, dataDir string, cfg *config.Config, tune func(*Options)) *harness {
+	t.Helper()
+	h := &harness{t: t, logs: &logBuffer{}, root: filepath.Dir(dataDir), dataDir: dataDir, done: make(chan error, 1)}
+	opt := testOptions(h.dataDir, h.logs, cfg)
+	if tune != nil {
+		tune(&opt)
+	}
+	d, err := New(opt)
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)
 	}
@@ -177,7 +187,7 @@ func startDaemon(t *testing.T, servers ...*testproject.Server) *harness {
 			t.Errorf("daemon stop: %v", err)
 		}
 		if t.Failed() {
-			t.Logf("daemon log:\n%s", tail(h.logs.String(), 20000))
+			t.Logf("daemon log (%s):\n%s", h.dataDir, tail(h.logs.String(), 20000))
 		}
 	})
 	return h
