@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 import (
@@ -97,9 +99,18 @@ type killCase struct {
 	atKillPoint func(t *testing.T, d *daemonProc, p *project, dir string)
 	// beforeRestart runs between the kill and the restart.
 	beforeRestart func(p *project)
+	// afterRestart runs right after the restarted daemon was started.
+	afterRestart func(t *testing.T, restarted *daemonProc, dir string)
 	// check runs at the end with the killed and the restarted daemon.
 	check func(t *testing.T, killed, restarted *daemonProc, p *project)
 }
+
+// wrapperScript runs the refapp as a child process and waits for it.
+const wrapperScript = "#!/bin/sh\n" +
+	"# The work runs in a child process, as under BOINC's wrapper.\n" +
+	"cat > work.sh <<'WORK_EOF'\n" + testproject.RefAppScript + "WORK_EOF\n" +
+	"sh work.sh \"$@\" &\n" +
+	"wait $!\n"
 
 func TestKill9Recovery(t *testing.T) {
 	t.Parallel()
@@ -162,6 +173,30 @@ func TestKill9Recovery(t *testing.T) {
 			},
 		},
 		{
+			// The app's work runs in a child process, as with BOINC's
+			// wrapper or a script calling a solver: the child outlives a
+			// SIGKILL of the daemon (Pdeathsig only reaches the process
+			// the daemon started) and must not keep running next to the
+			// restarted task in the same slot.
+			name: "while computing, app with a worker process",
+			cfg: testproject.Config{TotalJobs: 1, Job: job(4, 2000),
+				Apps: []testproject.App{testproject.ShellApp("wrapperapp", wrapperScript)}},
+			secs: 4,
+			atKillPoint: func(t *testing.T, d *daemonProc, p *project, dir string) {
+				d.waitLog("task started", 60*time.Second, "component", "client")
+				time.Sleep(time.Second)
+			},
+			afterRestart: func(t *testing.T, d *daemonProc, dir string) {
+				again := d.waitLog("task restarted", 60*time.Second)
+				started := d.waitLog("task started", 10*time.Second, "component", "runner", "result", again.str("task"))
+				slotDir := filepath.Join(dir, "slots", strconv.Itoa(int(again.num("slot"))))
+				if left := strangersIn(slotDir, int(started.num("pid"))); len(left) > 0 {
+					t.Errorf("processes of the killed daemon's task still run in %s next to the restarted task: %v", slotDir, left)
+				}
+			},
+			check: func(t *testing.T, killed, restarted *daemonProc, p *project) {},
+		},
+		{
 			name: "after compute, before upload",
 			cfg:  testproject.Config{TotalJobs: 1, Job: job(1, 2000), Faults: testproject.Faults{UploadFailures: 1000}},
 			secs: 1,
@@ -222,6 +257,9 @@ func TestKill9Recovery(t *testing.T) {
 				tc.beforeRestart(p)
 			}
 			restarted := startDaemon(t, "restarted daemon", childOptions{DataDir: dir})
+			if tc.afterRestart != nil {
+				tc.afterRestart(t, restarted, dir)
+			}
 			waitAllReported(t, restarted, p, tc.cfg.TotalJobs, 90*time.Second)
 			waitNoLeftovers(t, dir, 15*time.Second, p)
 			restarted.stop()

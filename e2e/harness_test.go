@@ -1,3 +1,5 @@
+//go:build unix
+
 package e2e
 
 import (
@@ -422,6 +424,33 @@ func processesUnder(root string) map[int]string {
 	return out
 }
 
+// processGroup reads a process's group id from /proc/PID/stat.
+func processGroup(pid int) (int, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, err
+	}
+	// "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 3 {
+		return 0, fmt.Errorf("/proc/%d/stat: unexpected format %q", pid, b)
+	}
+	return strconv.Atoi(f[2])
+}
+
+// strangersIn lists the processes working in dir that are not in process
+// group pgid (the task the daemon runs there now).
+func strangersIn(dir string, pgid int) []string {
+	var out []string
+	for pid, what := range processesUnder(dir) {
+		if g, err := processGroup(pid); err == nil && g != pgid {
+			out = append(out, fmt.Sprintf("pid %d (group %d) %s", pid, g, what))
+		}
+	}
+	return out
+}
+
 // checkNoProcessesUnder fails the test if a process still runs in root
 // after a short grace (a refapp's last `sleep 1` may outlive a killed
 // shell by up to a second), and kills what it finds.
@@ -677,4 +706,38 @@ func readAll(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestHarnessSeesStrayProcesses checks the orphan detection the other
+// tests rely on: a process working in a slot is found, with its group.
+func TestHarnessSeesStrayProcesses(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/cwd"); err != nil {
+		t.Skip("no /proc: orphan detection is Linux-only")
+	}
+	slot := filepath.Join(newDataDir(t), "slots", "0")
+	if err := os.MkdirAll(slot, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "30")
+	cmd.Dir = slot
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	pid := cmd.Process.Pid
+	if _, ok := processesUnder(filepath.Dir(slot))[pid]; !ok {
+		t.Errorf("process %d working in %s not found", pid, slot)
+	}
+	if g, err := processGroup(pid); err != nil || g != pid {
+		t.Errorf("process group of %d: %d, %v; want %d", pid, g, err, pid)
+	}
+	if s := strangersIn(slot, pid); len(s) != 0 {
+		t.Errorf("the process's own group counted as strangers: %v", s)
+	}
+	if s := strangersIn(slot, pid+1); len(s) != 1 {
+		t.Errorf("strangers in another group's slot: %v, want the sleep", s)
+	}
 }
