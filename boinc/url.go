@@ -99,6 +99,11 @@ func ValidateFileName(name string, allowSubdir bool) error {
 		if part == "" || part == "." || part == ".." {
 			return fmt.Errorf("file name %q has an empty, '.' or '..' component", name)
 		}
+		// Longer components cannot be created on common filesystems; a
+		// reply naming one is refused rather than retried for 90 days.
+		if len(part) > 255 {
+			return fmt.Errorf("file name %q has a component of %d bytes (at most 255)", name[:64]+"…", len(part))
+		}
 	}
 	return nil
 }

@@ -61,7 +61,9 @@ func (d *Daemon) maybeRPC(now time.Time) {
 		if len(p.SchedulerURLs) == 0 || p.SchedRPCPending == boinc.RPCNone {
 			continue
 		}
-		if p.SchedRPCPending == boinc.RPCUserReq || !now.Before(p.MinRPCTime) {
+		// A user's request skips the backoff once; if it failed, it waits
+		// like any other retry instead of looping.
+		if (p.SchedRPCPending == boinc.RPCUserReq && p.RPCFailures == 0) || !now.Before(p.MinRPCTime) {
 			d.startSchedulerRPC(p, p.SchedRPCPending, now)
 			return
 		}
@@ -319,7 +321,6 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, now
 	if p.HostID != 0 {
 		p.RPCSeqno++
 	}
-	p.SchedRPCPending = boinc.RPCNone
 	d.batch.PutProject(p)
 	ctx, cancel := context.WithCancel(d.ctx)
 	d.rpc = &rpcInFlight{project: p.MasterURL, cancel: cancel}
@@ -459,6 +460,11 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 			lvl = slog.LevelWarn
 		}
 		log.Log(d.ctx, lvl, "message from server", slog.String("text", strings.TrimSpace(m.Text)))
+	}
+	// The pending request is done only when it succeeded: a failed first
+	// contact or user request is retried after the backoff.
+	if p.SchedRPCPending == ev.reason {
+		p.SchedRPCPending = boinc.RPCNone
 	}
 	p.RPCFailures = 0
 	p.LastRPCTime = now

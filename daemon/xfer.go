@@ -3,10 +3,12 @@ package daemon
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
@@ -262,6 +264,11 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 	}
 	var serr *signatureError
 	if errors.As(ev.err, &serr) {
+		permanent = true
+	}
+	// A local file that cannot be created will not be creatable later.
+	var perr *fs.PathError
+	if errors.As(ev.err, &perr) && (errors.Is(perr.Err, syscall.ENAMETOOLONG) || errors.Is(perr.Err, syscall.EISDIR)) {
 		permanent = true
 	}
 	giveUp := now.Sub(f.Xfer.FirstRequestTime) > boinc.XferGiveUp
