@@ -113,33 +113,52 @@ func KillOrphan(dataDir string, slot int, pid int) {
 	if pid <= 1 || slot < 0 || dataDir == "" {
 		return
 	}
-	// A pidfd pins the process: the checks and the final kill apply to
-	// the same process even if it exits meanwhile and its pid is reused.
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		if errors.Is(err, unix.ENOSYS) {
-			pidfd = -1
-		} else {
-			return // no such process
-		}
-	}
-	if pidfd >= 0 {
-		defer unix.Close(pidfd)
-	}
 	want, err := filepath.EvalSymlinks(slotDir(filepath.Clean(dataDir), slot))
 	if err != nil {
 		return
 	}
-	cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
-	if err != nil || filepath.Clean(cwd) != want {
-		return
+	// A pidfd pins the process: the checks and the final kill apply to
+	// the same process even if it exits meanwhile and its pid is reused.
+	if pidfd, err := unix.PidfdOpen(pid, 0); err == nil {
+		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
+		if err == nil && filepath.Clean(cwd) == want {
+			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
+		}
+		unix.Close(pidfd)
 	}
-	if pgid, err := unix.Getpgid(pid); err == nil && pgid == pid {
+	// The leader may be gone already (Pdeathsig killed it with the daemon,
+	// or it is a zombie whose cwd can't be read) while workers it started
+	// still run in the slot. The group keeps the leader's pid as its id,
+	// and Linux does not reuse a pid while its group has members, so any
+	// process of that group working inside the slot is ours: kill them all.
+	if groupWorksIn(pid, want) {
 		_ = unix.Kill(-pid, unix.SIGKILL)
 	}
-	if pidfd >= 0 {
-		_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
-		return
+}
+
+// groupWorksIn reports whether a process of group pgid has its cwd at or
+// under dir.
+func groupWorksIn(pgid int, dir string) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
 	}
-	_ = unix.Kill(pid, unix.SIGKILL)
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if g, err := unix.Getpgid(pid); err != nil || g != pgid {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err != nil {
+			continue
+		}
+		cwd = filepath.Clean(cwd)
+		if cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
