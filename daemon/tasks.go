@@ -46,8 +46,10 @@ func (d *Daemon) recoverTasks() {
 	for _, r := range d.st.results {
 		if r.Slot >= 0 && r.Phase == boinc.PhaseComputing {
 			owned[r.Slot] = true
-			if r.PID > 0 {
-				taskrunner.KillOrphan(d.opt.DataDir, r.Slot, r.PID)
+			// Also without a recorded pid: the daemon may have died between
+			// starting the process and saving its pid.
+			taskrunner.KillOrphan(d.opt.DataDir, r.Slot, r.PID)
+			if r.PID != 0 {
 				r.PID = 0
 				d.batch.PutResult(r)
 			}

@@ -110,7 +110,7 @@ func parseStat(b []byte) (pgrp int, cpu, rss float64, ok bool) {
 // that died (kill -9). It acts only if pid is alive and its working
 // directory is dataDir/slots/slot, so a reused pid is never touched.
 func KillOrphan(dataDir string, slot int, pid int) {
-	if pid <= 1 || slot < 0 || dataDir == "" {
+	if slot < 0 || dataDir == "" {
 		return
 	}
 	want, err := filepath.EvalSymlinks(slotDir(filepath.Clean(dataDir), slot))
@@ -119,7 +119,9 @@ func KillOrphan(dataDir string, slot int, pid int) {
 	}
 	// A pidfd pins the process: the checks and the final kill apply to
 	// the same process even if it exits meanwhile and its pid is reused.
-	if pidfd, err := unix.PidfdOpen(pid, 0); err == nil {
+	if pid <= 1 {
+		pid = 0
+	} else if pidfd, err := unix.PidfdOpen(pid, 0); err == nil {
 		cwd, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/cwd")
 		if err == nil && filepath.Clean(cwd) == want {
 			_ = unix.PidfdSendSignal(pidfd, unix.SIGKILL, nil, 0)
@@ -128,27 +130,31 @@ func KillOrphan(dataDir string, slot int, pid int) {
 	}
 	// The leader may be gone already (Pdeathsig killed it with the daemon,
 	// or it is a zombie whose cwd can't be read) while workers it started
-	// still run in the slot. The group keeps the leader's pid as its id,
-	// and Linux does not reuse a pid while its group has members, so any
-	// process of that group working inside the slot is ours: kill them all.
-	if groupWorksIn(pid, want) {
-		_ = unix.Kill(-pid, unix.SIGKILL)
+	// still run in the slot; or the daemon died before it could record the
+	// pid at all. Every process working inside the slot directory belongs
+	// to the task, so its whole process group is killed. A process in a
+	// session of its own (a volunteer's shell that cd'ed into the slot)
+	// is left alone: apps share the daemon's session, only their group is
+	// their own.
+	for _, pgid := range slotGroups(want, pid) {
+		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}
 }
 
-// groupWorksIn reports whether a process of group pgid has its cwd at or
-// under dir.
-func groupWorksIn(pgid int, dir string) bool {
+// slotGroups lists the process groups with a member whose cwd is at or
+// under dir and that is either the recorded task group (leaderPID) or not
+// a session of its own.
+func slotGroups(dir string, leaderPID int) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		return nil
 	}
+	self := os.Getpid()
+	seen := map[int]bool{}
+	var out []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if g, err := unix.Getpgid(pid); err != nil || g != pgid {
+		if err != nil || pid == self {
 			continue
 		}
 		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
@@ -156,9 +162,21 @@ func groupWorksIn(pgid int, dir string) bool {
 			continue
 		}
 		cwd = filepath.Clean(cwd)
-		if cwd == dir || strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
-			return true
+		if cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			continue
+		}
+		pgid, err := unix.Getpgid(pid)
+		if err != nil || pgid <= 1 || seen[pgid] {
+			continue
+		}
+		sid, err := unix.Getsid(pid)
+		if err != nil {
+			continue
+		}
+		if pgid == leaderPID || pgid != sid {
+			seen[pgid] = true
+			out = append(out, pgid)
 		}
 	}
-	return false
+	return out
 }
