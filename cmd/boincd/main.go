@@ -82,6 +82,7 @@ type runFlags struct {
 	skipBenchmarks       bool
 	logLevel, logFormat  string
 	ignoredCompatibility bool
+	unsignedAppsOK       bool
 }
 
 func runDaemon(args []string, stderr io.Writer) int {
@@ -99,7 +100,8 @@ func runDaemon(args []string, stderr io.Writer) int {
 	fs.StringVar(&f.logFormat, "log_format", "", "text, json or auto (overrides the config)")
 	// Flags of the C++ client that only make sense for its own process
 	// model; boincd never forks or redirects, a service manager does.
-	for _, name := range []string{"daemon", "redirectio", "check_all_logins", "no_priority_change"} {
+	fs.BoolVar(&f.unsignedAppsOK, "unsigned_apps_ok", false, "accept app files without the project's code signature (testing only)")
+	for _, name := range []string{"daemon", "redirectio", "check_all_logins", "no_priority_change", "no_info_fetch"} {
 		fs.BoolVar(&f.ignoredCompatibility, name, false, "accepted for compatibility with the C++ client; no effect")
 	}
 	if err := fs.Parse(args); err != nil {
@@ -125,6 +127,9 @@ func runDaemon(args []string, stderr io.Writer) int {
 	}
 	if f.guiRPCPort != 0 {
 		cfg.GUIRPC.Address = fmt.Sprintf("127.0.0.1:%d", f.guiRPCPort)
+	}
+	if f.unsignedAppsOK {
+		cfg.UnsignedAppsOK = true
 	}
 	if f.allowRemoteGUIRPC {
 		cfg.GUIRPC.AllowRemote = true
