@@ -1,0 +1,139 @@
+// Package workfetch is the pure core of boincd's scheduling: the
+// round-robin simulation of the queue, long-term debts and per-resource
+// backoffs, duration estimates, and the choice of which project to ask for
+// how much of which resource.
+//
+// Plain data in, decisions out: no I/O, no clock (time is passed in), no
+// randomness except the jitter values the caller supplies. The daemon and
+// the emulator (sim/) drive exactly this code.
+package workfetch
+
+import (
+	"strings"
+	"time"
+)
+
+// Rsc is a processing resource type: the CPU, or one kind of GPU. A job
+// uses a (possibly fractional) number of CPUs and instances of at most one
+// GPU type.
+type Rsc int
+
+const (
+	CPU    Rsc = 0
+	NVIDIA Rsc = 1
+	AMD    Rsc = 2
+	Intel  Rsc = 3
+	// NumRsc bounds the arrays indexed by Rsc.
+	NumRsc = 4
+)
+
+// wireNames are the names the scheduler protocol uses (lib/coproc.cpp
+// proc_type_name_xml).
+var wireNames = [NumRsc]string{"CPU", "NVIDIA", "ATI", "intel_gpu"}
+
+func (r Rsc) String() string {
+	if r >= 0 && int(r) < NumRsc {
+		return wireNames[r]
+	}
+	return "rsc?"
+}
+
+// IsGPU reports whether r is a coprocessor type.
+func (r Rsc) IsGPU() bool { return r > CPU && r < NumRsc }
+
+// RscByName maps a wire name to a resource; "CUDA" is the pre-7.0 name
+// of NVIDIA and "AMD" an alias of "ATI".
+func RscByName(name string) (Rsc, bool) {
+	switch strings.ToLower(strings.TrimSpace(name)) {
+	case "cpu":
+		return CPU, true
+	case "nvidia", "cuda":
+		return NVIDIA, true
+	case "ati", "amd":
+		return AMD, true
+	case "intel_gpu", "intel":
+		return Intel, true
+	}
+	return 0, false
+}
+
+// Host is what the core needs to know about the computer.
+type Host struct {
+	// Instances usable per resource type: CPUs after max_ncpus_pct, GPUs
+	// after exclusions. Zero means the host has none of that type.
+	Instances [NumRsc]float64
+	// RelSpeed is each instance's speed relative to one CPU (CPU = 1),
+	// used to weigh debts across resources.
+	RelSpeed [NumRsc]float64
+	// CPUAvail and GPUAvail are the fractions of wall time jobs can run
+	// (on_frac × active_frac, on_frac × gpu_active_frac), in [0.01, 1].
+	CPUAvail, GPUAvail float64
+}
+
+// Prefs are the work-buffer preferences, in seconds.
+type Prefs struct {
+	BufMin        float64 // work_buf_min_days × 86400
+	BufAdditional float64 // work_buf_additional_days × 86400
+}
+
+// Backoff is a per-(project, resource) work-fetch backoff: when work of
+// a type was requested and none came, the interval doubles from 600 s up
+// to one day; it is cleared when a job of that type arrives or the user
+// asks for an update. Persisted.
+type Backoff struct {
+	Interval float64   `json:"interval,omitempty"` // seconds; 0 = not backed off
+	Until    time.Time `json:"until,omitempty"`
+}
+
+// ProjectState is what is persisted per project for the core.
+type ProjectState struct {
+	// Debt is the long-term debt per resource, in instance-seconds: how
+	// much processing the project is owed. The maximum over projects is
+	// kept at zero.
+	Debt    [NumRsc]float64 `json:"debt"`
+	Backoff [NumRsc]Backoff `json:"backoff"`
+	// DCF is the duration correction factor (1 when the server says
+	// dont_use_dcf).
+	DCF float64 `json:"dcf,omitempty"`
+}
+
+// Project is one attached project as the core sees it.
+type Project struct {
+	Name  string // for reasons and logs
+	Share float64
+	State ProjectState
+
+	// Why the project may not be asked for work at all right now; empty
+	// when it may be (not suspended, not "no new tasks", not in RPC
+	// backoff, scheduler known, not detaching...).
+	NoFetch string
+	// Suspended or NoNewTasks make a project debt-ineligible.
+	Suspended, NoNewTasks bool
+	// InRPCBackoff: min_rpc_time is in the future.
+	InRPCBackoff bool
+	// NoRsc: the project has told us it has no apps for that resource.
+	NoRsc [NumRsc]bool
+}
+
+// Job is a queued or running task.
+type Job struct {
+	Project int // index into the projects slice
+	Rsc     Rsc // CPU, or the GPU type it uses
+	NCPUs   float64
+	NGPUs   float64 // instances of Rsc when Rsc is a GPU type
+	// Remaining is the estimated wall seconds of computing left when the
+	// job runs (see Remaining()).
+	Remaining float64
+	Deadline  time.Time
+	// Runnable: its files are present and it may run. Jobs still
+	// downloading count as queued work but cannot run yet.
+	Runnable bool
+}
+
+// Usage is how many instances of its resource the job occupies.
+func (j *Job) Usage() float64 {
+	if j.Rsc.IsGPU() {
+		return j.NGPUs
+	}
+	return j.NCPUs
+}
