@@ -1,0 +1,879 @@
+// Package schedule decides which tasks run on the CPUs and GPUs right now:
+// the pure part of boincd's CPU/GPU scheduler, modelled on the C++
+// client's make_run_list and enforce_run_list (client/cpu_sched.cpp) and
+// assign_coprocs (client/coproc_sched.cpp).
+//
+// Plain data in, a decision out: no I/O, no clock (Input.Now is the time),
+// no randomness, no goroutines. The same Input always gives the same
+// Decision; nothing depends on map iteration order.
+//
+// One pass, in this order (the order in which tasks claim CPUs and GPU
+// instances):
+//
+//  1. EDF, GPU types first: tasks the round-robin simulation says will
+//     miss their deadline, per GPU type, then on the CPU, in earliest-
+//     deadline order, until the resource is full.
+//  2. Tasks in mid time slice (or past it but not yet checkpointed), GPU
+//     tasks then CPU tasks: they keep running unless EDF work took their
+//     processors.
+//  3. Weighted round robin, GPU types first: the project with the highest
+//     current priority gets its best task, and its priority drops by what
+//     the task uses divided by its share, so within one pass projects
+//     interleave in proportion to their shares.
+//
+// What the caller applies before calling (it is not this package's job):
+//
+//   - max_ncpus_pct and <ncpus> arrive as Host.Instances[CPU], the usable
+//     CPU count (C++ set_n_usable_cpus: floor(n × pct/100), at least 1);
+//     Input.NoOvercommit says the user capped it.
+//   - cpu_usage_limit is duty-cycle throttling: the runner suspends and
+//     resumes the tasks this package chose; a throttled task still counts
+//     as running here.
+//   - Suspended projects and tasks, tasks still downloading, tasks in a
+//     schedule backoff, RAM and swap limits and max_concurrent are
+//     filtered by the caller: every Task given is runnable.
+//   - Anti-thrashing rule (b) of promote_once_ran_edf (a task the
+//     simulation marked a miss less than one period ago stays EDF) and
+//     the "DCF ≥ 90: every job EDF" rule are folded into
+//     Task.MissesDeadline by the caller.
+package schedule
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/boincd/boincd/workfetch"
+)
+
+// DefaultSlice is the time slice used when Input.Slice is not positive
+// (cpu_scheduling_period_minutes defaults to 60; prefs.cpp maps values
+// under 0.0001 minutes to 60).
+const DefaultSlice = time.Hour
+
+// MaxGPUInstances bounds the instances of one GPU type
+// (MAX_COPROC_INSTANCES in lib/coproc.h); larger counts are clamped.
+const MaxGPUInstances = 64
+
+// eps absorbs float rounding when fractional usages are summed
+// (three 1/3-GPU tasks fill an instance).
+const eps = 1e-9
+
+// Task is one runnable task as the scheduler sees it.
+type Task struct {
+	Project int           // index into Input.Priority / Input.Shares
+	Rsc     workfetch.Rsc // CPU or the GPU type it uses
+	// NCPUs is avg_ncpus; it may exceed 1 (multi-thread). A CPU task with
+	// NCPUs not above zero (or NaN) counts as 1 CPU, as the C++ client
+	// defaults avg_ncpus to 1; a negative or NaN NCPUs of a GPU task
+	// counts as 0.
+	NCPUs float64
+	// NGPUs is the number of instances of Rsc when Rsc is a GPU type;
+	// below 1 is fractional, 1 or more takes ceil(NGPUs) whole
+	// instances. A GPU task with NGPUs not above zero is never run.
+	NGPUs    float64
+	Deadline time.Time // report deadline; zero: none (sorts last)
+	// MissesDeadline is the round-robin simulation's verdict.
+	MissesDeadline bool
+	// Running: the task has a live process that is not preempted now
+	// (a task suspended only by cpu_usage_limit throttling is running).
+	Running bool
+	// RunStart is when its current run began (Running tasks).
+	RunStart time.Time
+	// LastCheckpoint is the wall time of its last checkpoint; zero: it
+	// never checkpointed.
+	LastCheckpoint time.Time
+	// GPUs are the instances it holds now (Running GPU tasks). A running
+	// task whose list does not match its NGPUs (wrong length, index out
+	// of range, duplicate) is placed afresh like a task that is not
+	// running.
+	GPUs []int
+	// OnceRanEDF: it was started while marked EDF (anti-thrashing §1.7).
+	OnceRanEDF bool
+	// Started: it ran before (it has an active task, a slot, possibly a
+	// checkpoint) even if it is not Running now. Running implies it.
+	Started bool
+	// Remaining is the estimated seconds left: among equal deadlines the
+	// smaller goes first.
+	Remaining float64
+	Order     int // arrival order, the final tie-break
+}
+
+// Input is everything one decision depends on.
+type Input struct {
+	Now time.Time
+	// Host.Instances[CPU] is the number of usable CPUs (after
+	// max_ncpus_pct), Instances[gpu] the number of GPU instances of each
+	// type, numbered 0..Instances[gpu]-1. Host.RelSpeed weighs GPU usage
+	// against CPU usage when a project's priority is lowered (0 counts
+	// as 1).
+	Host workfetch.Host
+	// Slice is cpu_scheduling_period; not positive means DefaultSlice.
+	Slice time.Duration
+	// Priority is each project's priority, higher first (from a
+	// workfetch.Policy). Its length is the number of projects: a task
+	// whose Project is outside it is never run. NaN counts as -Inf.
+	Priority []float64
+	// Shares are the projects' resource shares. Missing entries (a short
+	// or nil slice) count as 1; negative or NaN ones as 0. Projects with
+	// share 0 are backup projects: they get work only when no project
+	// with a share wants it (C++: priority −1000 − rec_frac).
+	Shares []float64
+	Tasks  []Task
+	// Charge is how much one CPU-equivalent of usage lowers a project's
+	// priority within the pass, before dividing by the project's share
+	// fraction. It must be in the Policy's priority units. Not positive
+	// means Slice in seconds, right for debt-like priorities in
+	// instance-seconds; for the C++ REC priority (−rec_frac/rs_frac) use
+	// 1/(24 × Σ Instances[r]·RelSpeed[r]), which reproduces
+	// adjust_rec_sched.
+	Charge float64
+	// NoOvercommit: the user capped the CPU count (max_ncpus_pct < 100
+	// or <ncpus>), so no task may push CPU usage over Instances[CPU],
+	// not even a multi-thread or GPU task (enforce_run_list).
+	NoOvercommit bool
+}
+
+// Assignment is one task that is to run.
+type Assignment struct {
+	Task int   // index into Input.Tasks
+	GPUs []int // instances of its GPU type; empty for CPU tasks
+	EDF  bool  // chosen by the EDF phase (sets OnceRanEDF when started)
+}
+
+// Decision lists the tasks that are to run, in the order they claimed
+// processors (start them in this order). Every task not listed must not
+// run: preempt it if it is running.
+type Decision struct {
+	Run []Assignment
+}
+
+// Schedule makes one decision with fresh scratch space. Out's backing
+// arrays (Run and each Run[i].GPUs) are reused, so a caller that keeps a
+// Decision across calls must copy what it keeps. A daemon that decides
+// often should keep a Scheduler, which also reuses its scratch space.
+func Schedule(in *Input, out *Decision) {
+	var s Scheduler
+	s.Schedule(in, out)
+}
+
+// Scheduler holds scratch space reused between decisions; its zero value
+// is ready. It is not safe for concurrent use.
+type Scheduler struct {
+	in     *Input
+	nproj  int
+	ncpu   float64
+	slice  time.Duration
+	charge float64
+
+	// Per task.
+	kind []uint8
+	// Per project.
+	cur    []float64 // current priority within this pass
+	weight []float64 // 1 / share fraction
+	backup []bool    // share 0
+	miss   []uint8   // bit r: some task on resource r misses its deadline
+	has    []bool    // has a valid task
+
+	// edf[r] is a heap (edfLess) of the EDF tasks of resource r.
+	edf [workfetch.NumRsc][]cand
+	// keep[r] lists the running non-EDF tasks whose slice is unfinished.
+	keep [workfetch.NumRsc][]cand
+	// rr holds the round-robin candidates bucketed by (resource,
+	// project); bucket b spans rr[off[b]:off[b]+n[b]] and is a heap
+	// (rrLess).
+	rr  []cand
+	off []int32
+	n   []int32
+
+	picks []cand // CPU round-robin selections
+
+	ngpu    [workfetch.NumRsc]int
+	usage   [workfetch.NumRsc][MaxGPUInstances]float64
+	pending [workfetch.NumRsc][MaxGPUInstances]float64
+	used    float64 // CPUs claimed so far
+	gpuTmp  [MaxGPUInstances]int
+	ngpuTmp int
+}
+
+// Task kinds after classification.
+const (
+	kInvalid uint8 = iota
+	kEDF
+	kKeep
+	kRR
+)
+
+// cand is a task with its sort keys unpacked, so heaps compare
+// contiguous values instead of chasing into Task.
+type cand struct {
+	dl    int64 // deadline, Unix seconds (math.MaxInt64: none)
+	dlns  int32
+	cls   uint8 // 0 running, 1 started before, 2 new
+	idx   int32 // index into Input.Tasks
+	rem   float64
+	order int
+	ncpus float64
+}
+
+// Schedule fills out with the tasks to run now; see the package comment
+// for the rules. Out's backing arrays are reused.
+func (s *Scheduler) Schedule(in *Input, out *Decision) {
+	out.Run = out.Run[:0]
+	s.setup(in)
+	s.classify()
+
+	// 1. EDF: GPU types, then the CPU.
+	for r := workfetch.Rsc(1); r < workfetch.NumRsc; r++ {
+		for len(s.edf[r]) > 0 && s.gpuRoom(r) {
+			c := popHeap(&s.edf[r], false)
+			if s.tryRun(c.idx, true, out) {
+				s.chargeTask(c.idx)
+			}
+		}
+	}
+	for len(s.edf[workfetch.CPU]) > 0 && !s.cpuFull() {
+		c := popHeap(&s.edf[workfetch.CPU], false)
+		if s.tryRun(c.idx, true, out) {
+			s.chargeTask(c.idx)
+		}
+	}
+
+	// 2. Unfinished time slices: GPU tasks, then CPU tasks, larger
+	// NCPUs first (the C++ more_important order).
+	for i := 1; i <= workfetch.NumRsc; i++ {
+		k := s.keep[i%workfetch.NumRsc] // GPU types 1..3, then the CPU
+		slices.SortFunc(k, keepCmp)
+		for j := range k {
+			if s.tryRun(k[j].idx, false, out) {
+				s.chargeTask(k[j].idx)
+			}
+		}
+	}
+
+	// 3. Weighted round robin: GPU types, then the CPU.
+	for r := workfetch.Rsc(1); r < workfetch.NumRsc; r++ {
+		for s.gpuRoom(r) {
+			p := s.nextProject(r)
+			if p < 0 {
+				break
+			}
+			c := s.popRR(r, p)
+			if s.tryRun(c.idx, false, out) {
+				s.chargeTask(c.idx)
+			}
+		}
+	}
+	s.roundRobinCPU(out)
+}
+
+// setup sanitises the scalar inputs and sizes the per-project scratch.
+func (s *Scheduler) setup(in *Input) {
+	s.in = in
+	s.nproj = len(in.Priority)
+	s.ncpu = in.Host.Instances[workfetch.CPU]
+	switch {
+	case math.IsNaN(s.ncpu) || s.ncpu < 0:
+		s.ncpu = 0
+	case math.IsInf(s.ncpu, 1):
+		s.ncpu = math.MaxFloat64
+	}
+	s.slice = in.Slice
+	if s.slice <= 0 {
+		s.slice = DefaultSlice
+	}
+	s.charge = in.Charge
+	if !(s.charge > 0) || math.IsInf(s.charge, 0) {
+		s.charge = s.slice.Seconds()
+	}
+	s.used = 0
+	for r := workfetch.Rsc(1); r < workfetch.NumRsc; r++ {
+		m := in.Host.Instances[r]
+		switch {
+		case !(m >= 1): // also NaN
+			s.ngpu[r] = 0
+		case m > MaxGPUInstances:
+			s.ngpu[r] = MaxGPUInstances
+		default:
+			s.ngpu[r] = int(m)
+		}
+		clear(s.usage[r][:])
+		clear(s.pending[r][:])
+	}
+	s.ngpu[workfetch.CPU] = 0
+
+	np := s.nproj
+	s.cur = resize(s.cur, np)
+	s.weight = resize(s.weight, np)
+	s.backup = resize(s.backup, np)
+	s.miss = resize(s.miss, np)
+	s.has = resize(s.has, np)
+	for p := range np {
+		v := in.Priority[p]
+		if math.IsNaN(v) {
+			v = math.Inf(-1)
+		}
+		s.cur[p] = v
+		s.miss[p] = 0
+		s.has[p] = false
+	}
+	nt := len(in.Tasks)
+	s.kind = resize(s.kind, nt)
+	for r := range s.edf {
+		s.edf[r] = s.edf[r][:0]
+		s.keep[r] = s.keep[r][:0]
+	}
+	s.picks = s.picks[:0]
+}
+
+// classify validates every task, decides which are EDF, which keep their
+// slice and which are round-robin candidates, and builds the heaps.
+func (s *Scheduler) classify() {
+	in := s.in
+	tasks := in.Tasks
+	// Pass 1: validity, projects with projected misses per resource.
+	for i := range tasks {
+		t := &tasks[i]
+		if !s.valid(t) {
+			s.kind[i] = kInvalid
+			continue
+		}
+		s.kind[i] = kRR
+		s.has[t.Project] = true
+		if t.MissesDeadline {
+			s.miss[t.Project] |= 1 << uint(t.Rsc)
+		}
+	}
+	s.shareWeights()
+
+	// Pass 2: classify; count the round-robin buckets.
+	nb := int(workfetch.NumRsc) * s.nproj
+	s.off = resize(s.off, nb+1)
+	s.n = resize(s.n, nb)
+	clear(s.n)
+	for i := range tasks {
+		if s.kind[i] == kInvalid {
+			continue
+		}
+		t := &tasks[i]
+		switch {
+		case t.MissesDeadline || (t.OnceRanEDF && s.miss[t.Project]&(1<<uint(t.Rsc)) != 0):
+			// §1.7 (a), promote_once_ran_edf: a task started as EDF
+			// stays EDF while its project still has a projected miss on
+			// that resource, so EDF work is not started and dropped.
+			s.kind[i] = kEDF
+			s.edf[t.Rsc] = append(s.edf[t.Rsc], s.cand(i))
+		case t.Running && !finishedSlice(t, s.in.Now, s.slice):
+			s.kind[i] = kKeep
+			s.keep[t.Rsc] = append(s.keep[t.Rsc], s.cand(i))
+		default:
+			s.n[int(t.Rsc)*s.nproj+t.Project]++
+		}
+	}
+	var o int32
+	for b := range nb {
+		s.off[b] = o
+		o += s.n[b]
+	}
+	s.off[nb] = o
+	s.rr = resize(s.rr, int(o))
+	clear(s.n)
+	// Pass 3: fill the buckets.
+	for i := range tasks {
+		if s.kind[i] != kRR {
+			continue
+		}
+		t := &tasks[i]
+		b := int(t.Rsc)*s.nproj + t.Project
+		s.rr[s.off[b]+s.n[b]] = s.cand(i)
+		s.n[b]++
+	}
+	for b := range nb {
+		heapify(s.rr[s.off[b]:s.off[b]+s.n[b]], true)
+	}
+	for r := range s.edf {
+		heapify(s.edf[r], false)
+	}
+
+	// Running GPU tasks that will be considered ahead of the round robin
+	// reserve their instances (pending_usage in assign_coprocs), so new
+	// work avoids them. Running round-robin candidates (slice over) do
+	// not: their instances are fair game, which C++ only approximates by
+	// leaving unselected jobs out of its list.
+	for i := range tasks {
+		if k := s.kind[i]; k != kEDF && k != kKeep {
+			continue
+		}
+		t := &tasks[i]
+		if t.Rsc.IsGPU() && s.holds(t) {
+			u := min(t.NGPUs, 1)
+			for _, j := range t.GPUs {
+				s.pending[t.Rsc][j] += u
+			}
+		}
+	}
+}
+
+// valid reports whether t can be scheduled at all.
+func (s *Scheduler) valid(t *Task) bool {
+	if t.Project < 0 || t.Project >= s.nproj || t.Rsc < 0 || t.Rsc >= workfetch.NumRsc {
+		return false
+	}
+	if t.Rsc.IsGPU() {
+		u := t.NGPUs
+		if !(u > 0) || need(u) > s.ngpu[t.Rsc] {
+			return false
+		}
+	}
+	return true
+}
+
+// shareWeights sets each project's weight (1/share fraction) over the
+// projects that have a task, as project_priority_init sums shares over
+// projects with a runnable job.
+func (s *Scheduler) shareWeights() {
+	var sum float64
+	for p := range s.nproj {
+		if s.has[p] {
+			sum += s.share(p)
+		}
+	}
+	for p := range s.nproj {
+		sh := s.share(p)
+		s.backup[p] = sh == 0
+		if sh > 0 && sum > 0 {
+			s.weight[p] = sum / sh
+		} else {
+			s.weight[p] = 1
+		}
+	}
+}
+
+func (s *Scheduler) share(p int) float64 {
+	if p >= len(s.in.Shares) {
+		return 1
+	}
+	switch v := s.in.Shares[p]; {
+	case math.IsNaN(v) || v <= 0:
+		return 0
+	case math.IsInf(v, 1):
+		return math.MaxFloat64
+	default:
+		return v
+	}
+}
+
+// finishedSlice is finished_time_slice (cpu_sched.cpp): the slice is over
+// only once it has run a full slice AND checkpointed after the slice
+// ended, so a task is never preempted while work since its last
+// checkpoint would be lost (overdue_checkpoint in C++: the checkpoint
+// that finally comes triggers the reschedule). A task that never
+// checkpointed thus keeps running until EDF work needs its processors.
+func finishedSlice(t *Task, now time.Time, slice time.Duration) bool {
+	sliceEnd := t.RunStart.Add(slice)
+	return now.After(sliceEnd) && t.LastCheckpoint.After(sliceEnd)
+}
+
+func (s *Scheduler) cand(i int) cand {
+	t := &s.in.Tasks[i]
+	c := cand{idx: int32(i), order: t.Order, rem: t.Remaining, ncpus: ncpus(t)}
+	if math.IsNaN(c.rem) {
+		c.rem = math.Inf(1)
+	}
+	if t.Deadline.IsZero() {
+		c.dl = math.MaxInt64
+	} else {
+		c.dl, c.dlns = t.Deadline.Unix(), int32(t.Deadline.Nanosecond())
+	}
+	switch {
+	case t.Running:
+		c.cls = 0
+	case t.Started:
+		c.cls = 1
+	default:
+		c.cls = 2
+	}
+	return c
+}
+
+// ncpus is t's CPU usage after sanitising.
+func ncpus(t *Task) float64 {
+	v := t.NCPUs
+	if t.Rsc.IsGPU() {
+		if !(v > 0) {
+			return 0
+		}
+	} else if !(v > 0) {
+		return 1
+	}
+	return min(v, math.MaxFloat64)
+}
+
+// need is the number of instances a task using u of a GPU type occupies.
+func need(u float64) int {
+	if u < 1 {
+		return 1
+	}
+	if u > MaxGPUInstances {
+		return MaxGPUInstances + 1
+	}
+	return int(math.Ceil(u - eps))
+}
+
+// edfLess is earliest_deadline_result's order: earliest deadline; among
+// equal deadlines a started task beats an unstarted one, then the smaller
+// remaining time wins; then arrival order.
+func edfLess(a, b *cand) bool {
+	if a.dl != b.dl {
+		return a.dl < b.dl
+	}
+	if a.dlns != b.dlns {
+		return a.dlns < b.dlns
+	}
+	if as, bs := a.cls < 2, b.cls < 2; as != bs {
+		return as
+	}
+	if a.rem != b.rem {
+		return a.rem < b.rem
+	}
+	if a.order != b.order {
+		return a.order < b.order
+	}
+	return a.idx < b.idx
+}
+
+// rrLess is a project's best task for the round robin
+// (assign_results_to_projects): running, then started before (a
+// preempted task with state to resume), then new; then EDF order, which
+// C++ does not use (it takes arrival order) but which lets the task
+// most at risk go first.
+func rrLess(a, b *cand) bool {
+	if a.cls != b.cls {
+		return a.cls < b.cls
+	}
+	return edfLess(a, b)
+}
+
+func less(a, b *cand, rr bool) bool {
+	if rr {
+		return rrLess(a, b)
+	}
+	return edfLess(a, b)
+}
+
+// keepCmp orders tasks in mid slice: more CPUs first (more_important
+// helps multi-thread jobs get their CPUs), then EDF order.
+func keepCmp(a, b cand) int {
+	if a.ncpus != b.ncpus {
+		if a.ncpus > b.ncpus {
+			return -1
+		}
+		return 1
+	}
+	if edfLess(&a, &b) {
+		return -1
+	}
+	if edfLess(&b, &a) {
+		return 1
+	}
+	return 0
+}
+
+func heapify(h []cand, rr bool) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		siftDown(h, i, rr)
+	}
+}
+
+func siftDown(h []cand, i int, rr bool) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && less(&h[r], &h[l], rr) {
+			m = r
+		}
+		if !less(&h[m], &h[i], rr) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func popHeap(h *[]cand, rr bool) cand {
+	x := *h
+	top := x[0]
+	last := len(x) - 1
+	x[0] = x[last]
+	x = x[:last]
+	siftDown(x, 0, rr)
+	*h = x
+	return top
+}
+
+func (s *Scheduler) popRR(r workfetch.Rsc, p int) cand {
+	b := int(r)*s.nproj + p
+	h := s.rr[s.off[b] : s.off[b]+s.n[b]]
+	c := popHeap(&h, true)
+	s.n[b]--
+	return c
+}
+
+// nextProject is the project with the highest current priority that
+// still has a round-robin candidate on r; backup (zero-share) projects
+// come after all others; ties go to the lower index. -1: none.
+func (s *Scheduler) nextProject(r workfetch.Rsc) int {
+	best := -1
+	base := int(r) * s.nproj
+	for p := range s.nproj {
+		if s.n[base+p] == 0 {
+			continue
+		}
+		if best < 0 || (s.backup[best] && !s.backup[p]) ||
+			(s.backup[best] == s.backup[p] && s.cur[p] > s.cur[best]) {
+			best = p
+		}
+	}
+	return best
+}
+
+// chargeTask lowers the priority of the task's project by what the task
+// uses, in CPU equivalents (C++ peak_flops(job) / p_fpops), divided by
+// the project's share fraction: adjust_rec_sched's in-pass bump, with
+// the share applied so that within a pass projects of equal priority
+// get tasks in proportion to their shares.
+func (s *Scheduler) chargeTask(i int32) {
+	t := &s.in.Tasks[i]
+	h := &s.in.Host
+	use := ncpus(t) * relSpeed(h, workfetch.CPU)
+	if t.Rsc.IsGPU() {
+		use += t.NGPUs * relSpeed(h, t.Rsc)
+	}
+	if d := s.charge * use * s.weight[t.Project]; !math.IsNaN(d) {
+		s.cur[t.Project] -= d
+	}
+}
+
+func relSpeed(h *workfetch.Host, r workfetch.Rsc) float64 {
+	v := h.RelSpeed[r]
+	if !(v > 0) || math.IsInf(v, 1) {
+		return 1
+	}
+	return v
+}
+
+func (s *Scheduler) cpuFull() bool { return s.used >= s.ncpu-eps }
+
+// cpuFits is enforce_run_list's CPU test. Once the CPUs are fully used, a
+// CPU task does not run and a GPU task runs only if it stays within one
+// CPU of overcommitment; before that any task runs, so a multi-thread
+// task may overcommit the CPUs (it would never start otherwise), unless
+// the user capped the CPU count.
+func (s *Scheduler) cpuFits(nc float64, gpu bool) bool {
+	if s.in.NoOvercommit && s.used+nc > s.ncpu+eps {
+		return false
+	}
+	if s.cpuFull() {
+		return gpu && s.used+nc <= s.ncpu+1+eps
+	}
+	return true
+}
+
+// gpuRoom reports whether some instance of r is not fully used
+// (make_run_list's loop condition).
+func (s *Scheduler) gpuRoom(r workfetch.Rsc) bool {
+	for j := range s.ngpu[r] {
+		if s.usage[r][j] < 1-eps {
+			return true
+		}
+	}
+	return false
+}
+
+// holds reports whether t is a running GPU task whose GPUs are a valid
+// assignment for its NGPUs.
+func (s *Scheduler) holds(t *Task) bool {
+	if !t.Running || len(t.GPUs) != need(t.NGPUs) {
+		return false
+	}
+	var seen uint64
+	for _, j := range t.GPUs {
+		if j < 0 || j >= s.ngpu[t.Rsc] || seen&(1<<uint(j)) != 0 {
+			return false
+		}
+		seen |= 1 << uint(j)
+	}
+	return true
+}
+
+// tryRun runs task i if it gets its GPU instances and its CPUs; on
+// success it is appended to out.
+func (s *Scheduler) tryRun(i int32, edf bool, out *Decision) bool {
+	t := &s.in.Tasks[i]
+	nc := ncpus(t)
+	gpu := t.Rsc.IsGPU()
+	held := gpu && s.holds(t)
+	reserved := held && (s.kind[i] == kEDF || s.kind[i] == kKeep)
+	if gpu && !s.findGPUs(t, held) || !s.cpuFits(nc, gpu) {
+		if reserved {
+			// It will not run: stop steering others off its instances.
+			u := min(t.NGPUs, 1)
+			for _, j := range t.GPUs {
+				s.pending[t.Rsc][j] -= u
+			}
+		}
+		return false
+	}
+	s.used += nc
+	if gpu {
+		u := min(t.NGPUs, 1)
+		for _, j := range s.gpuTmp[:s.ngpuTmp] {
+			s.usage[t.Rsc][j] += u
+			if reserved {
+				s.pending[t.Rsc][j] -= u
+			}
+		}
+	}
+	s.emit(out, i, gpu, edf)
+	return true
+}
+
+// findGPUs chooses instances for t into gpuTmp (assign_coprocs, §1.5):
+//   - a running task keeps its instances if each still has room for it,
+//     else it does not run (a GPU task is never moved while running);
+//   - a fractional task goes on an instance already partly used or
+//     reserved, where it fits with the reservations; failing that on an
+//     unused instance, preferring one no running task reserves (C++
+//     takes the first unused one);
+//   - an integral task needs ceil(NGPUs) unused instances, preferring
+//     ones no running task reserves.
+func (s *Scheduler) findGPUs(t *Task, held bool) bool {
+	r := t.Rsc
+	m := s.ngpu[r]
+	use := &s.usage[r]
+	pend := &s.pending[r]
+	s.ngpuTmp = 0
+	u := t.NGPUs
+	if held {
+		for _, j := range t.GPUs {
+			if use[j]+min(u, 1) > 1+eps {
+				return false
+			}
+		}
+		s.ngpuTmp = copy(s.gpuTmp[:], t.GPUs)
+		return true
+	}
+	if u < 1 {
+		for j := range m {
+			if (use[j] > 0 || pend[j] > 0) && use[j]+pend[j]+u <= 1+eps {
+				s.gpuTmp[0], s.ngpuTmp = j, 1
+				return true
+			}
+		}
+		for pass := range 2 {
+			for j := range m {
+				if use[j] == 0 && (pass == 1 || pend[j] == 0) {
+					s.gpuTmp[0], s.ngpuTmp = j, 1
+					return true
+				}
+			}
+		}
+		return false
+	}
+	k := need(u)
+	for pass := range 2 {
+		for j := range m {
+			if s.ngpuTmp == k {
+				break
+			}
+			if use[j] == 0 && (pass == 0) == (pend[j] == 0) {
+				s.gpuTmp[s.ngpuTmp] = j
+				s.ngpuTmp++
+			}
+		}
+	}
+	if s.ngpuTmp < k {
+		s.ngpuTmp = 0
+		return false
+	}
+	slices.Sort(s.gpuTmp[:k])
+	return true
+}
+
+// emit appends task i to out.Run, reusing the GPUs array that was at
+// that position before.
+func (s *Scheduler) emit(out *Decision, i int32, gpu bool, edf bool) {
+	n := len(out.Run)
+	var buf []int
+	if n < cap(out.Run) {
+		buf = out.Run[:n+1][n].GPUs[:0]
+	}
+	if gpu {
+		buf = append(buf, s.gpuTmp[:s.ngpuTmp]...)
+	}
+	out.Run = append(out.Run, Assignment{Task: int(i), GPUs: buf, EDF: edf})
+}
+
+// roundRobinCPU is the CPU round robin. As in make_run_list it first
+// selects candidates, lowering each project's priority per pick, until
+// twice the usable CPUs are selected (single- and multi-thread counted
+// separately, stop_scan_cpu), then runs them with more CPUs first
+// (more_important), so that a selected multi-thread task is not starved
+// by single-thread tasks that would fill the CPUs before it; ties keep
+// the selection order.
+func (s *Scheduler) roundRobinCPU(out *Decision) {
+	if s.cpuFull() {
+		return // no CPU task can run; C++ would select and then skip them all
+	}
+	var st, mt float64
+	for _, a := range out.Run {
+		if t := &s.in.Tasks[a.Task]; t.Rsc == workfetch.CPU {
+			if nc := ncpus(t); nc > 1 {
+				mt += nc
+			} else {
+				st += nc
+			}
+		}
+	}
+	limit := 2 * s.ncpu
+	for st < limit && mt < limit {
+		p := s.nextProject(workfetch.CPU)
+		if p < 0 {
+			break
+		}
+		c := s.popRR(workfetch.CPU, p)
+		s.chargeTask(c.idx)
+		if c.ncpus > 1 {
+			mt += c.ncpus
+		} else {
+			st += c.ncpus
+		}
+		s.picks = append(s.picks, c)
+	}
+	slices.SortStableFunc(s.picks, func(a, b cand) int {
+		switch {
+		case a.ncpus > b.ncpus:
+			return -1
+		case a.ncpus < b.ncpus:
+			return 1
+		}
+		return 0
+	})
+	for i := range s.picks {
+		if s.cpuFull() {
+			break
+		}
+		s.tryRun(s.picks[i].idx, false, out)
+	}
+}
+
+func resize[T any](x []T, n int) []T {
+	if cap(x) < n {
+		return make([]T, n)
+	}
+	return x[:n]
+}
