@@ -30,6 +30,8 @@ type SimResult struct {
 	Rsc            [NumRsc]RscSim
 	Projects       []ProjSim
 	MissesDeadline []bool // per job, same order as the input
+
+	scratch *simScratch // Simulate's working memory, reused
 }
 
 // Request is what to ask one project for.

@@ -1,0 +1,454 @@
+package workfetch
+
+import (
+	"math"
+	"time"
+)
+
+// MaxRunnableJobs stops fetching from a project that already has this many
+// jobs queued (WF_MAX_RUNNABLE_JOBS).
+const MaxRunnableJobs = 1000
+
+// Reasons in NotFetching besides a project's own NoFetch text.
+const (
+	WhyTooManyJobs = "project has more than 1000 queued jobs"
+	WhyNoApps      = "project has no apps for this resource"
+	WhyBackedOff   = "resource backed off: the last request for it got no work"
+	WhyBufferFull  = "buffer full: saturated beyond the high-water mark"
+	WhyHysteresis  = "every resource is saturated beyond the low-water mark (hysteresis)"
+	WhyOtherChosen = "another project was chosen"
+	WhyOnlyTarget  = "only the resource with the shortage is requested"
+	WhyNoShortfall = "no shortfall for this resource"
+	WhyWackyDCF    = "duration correction factor out of range: estimates not trusted"
+	WhyZeroShare   = "zero resource share: asked only for an idle instance"
+	WhyOverworked  = "overworked: debt for this resource below −max(1 day, buffer)"
+	WhyNotChosen   = "no work-fetch rule selects this project"
+)
+
+// The work-fetch criteria, in the order they are tried.
+type criterion int
+
+const (
+	critNone criterion = iota
+	critIdle
+	critMajor
+	critMinor
+	critStarved
+)
+
+// rscOrder is the order resources are tried in within a criterion: GPU
+// types before the CPU (coprocessors are faster, so more important).
+var rscOrder = [NumRsc]Rsc{NVIDIA, AMD, Intel, CPU}
+
+// reasonText names each (criterion, resource) choice without allocating.
+var reasonText = func() (t [critStarved + 1][NumRsc]string) {
+	for r := range NumRsc {
+		n := Rsc(r).String()
+		t[critIdle][r] = n + " has an idle instance"
+		t[critMajor][r] = n + " major shortfall"
+		t[critMinor][r] = n + " minor shortfall"
+		t[critStarved][r] = n + " starved project"
+	}
+	return t
+}()
+
+// chooser is one work-fetch decision's context.
+type chooser struct {
+	now      time.Time
+	projects []Project
+	sim      *SimResult
+	prio     []float64
+	wbmin    float64
+	wbtot    float64
+	n        [NumRsc]float64
+	override int  // project whose NoFetch-by-RPC-backoff and resource backoffs are ignored (RequestFor); -1
+	allZero  bool // no project has a share: all count as equal
+	open     bool // hysteresis gate: some resource is below the low-water mark
+	sumShare [NumRsc]float64
+}
+
+func newChooser(now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int) *chooser {
+	c := &chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override}
+	c.allZero = true
+	for i := range projects {
+		if positive(projects[i].Share) {
+			c.allZero = false
+		}
+	}
+	for r := range NumRsc {
+		c.n[r] = instances(h.Instances[r])
+		if c.n[r] == 0 {
+			continue
+		}
+		rs := &sim.Rsc[r]
+		if rs.NIdleNow > idleEps || rs.SaturatedTime < c.wbmin {
+			c.open = true
+		}
+		for i := range projects {
+			if c.rscWhy(i, Rsc(r)) == "" {
+				c.sumShare[r] += c.share(i)
+			}
+		}
+	}
+	return c
+}
+
+func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+
+func (c *chooser) share(i int) float64 {
+	if c.allZero {
+		return 1
+	}
+	if sh := c.projects[i].Share; positive(sh) {
+		return sh
+	}
+	return 0
+}
+
+var zeroProjSim ProjSim
+
+func (c *chooser) ps(i int) *ProjSim {
+	if i < len(c.sim.Projects) {
+		return &c.sim.Projects[i]
+	}
+	return &zeroProjSim
+}
+
+func (c *chooser) prioOf(i int) float64 {
+	if i < len(c.prio) && !math.IsNaN(c.prio[i]) {
+		return c.prio[i]
+	}
+	return 0
+}
+
+// projectWhy is why project i may not be asked for work at all ("" if it may).
+func (c *chooser) projectWhy(i int) string {
+	p := &c.projects[i]
+	if p.NoFetch != "" {
+		// A piggybacked request rides on an RPC made anyway, so the RPC
+		// backoff does not stop it (SCHEDULING §3.3); suspension and "no
+		// new tasks" still do.
+		if !(i == c.override && p.InRPCBackoff && !p.Suspended && !p.NoNewTasks) {
+			return p.NoFetch
+		}
+	}
+	q := c.ps(i)
+	total := 0
+	for _, n := range q.NRunnable {
+		total += n
+	}
+	if total > MaxRunnableJobs {
+		return WhyTooManyJobs
+	}
+	return ""
+}
+
+// rscWhy is why project i may not be asked for resource r ("" if it may).
+func (c *chooser) rscWhy(i int, r Rsc) string {
+	if w := c.projectWhy(i); w != "" {
+		return w
+	}
+	p := &c.projects[i]
+	if p.NoRsc[r] {
+		return WhyNoApps
+	}
+	if i != c.override && p.State.Backoff[r].Active(c.now) {
+		return WhyBackedOff
+	}
+	return ""
+}
+
+func (c *chooser) overworked(i int, r Rsc) bool {
+	return c.projects[i].State.Debt[r] < -max(86400, c.wbtot)
+}
+
+// fshare is project i's fetchable share of r: its share over the shares of
+// the projects that may fetch r (counting i itself even if backed off).
+func (c *chooser) fshare(i int, r Rsc) float64 {
+	sh := c.share(i)
+	d := c.sumShare[r]
+	if c.rscWhy(i, r) != "" {
+		d += sh
+	}
+	if d <= 0 {
+		return 1
+	}
+	return sh / d
+}
+
+// applies reports whether criterion k asks for resource r.
+func (c *chooser) applies(k criterion, r Rsc) bool {
+	rs := &c.sim.Rsc[r]
+	switch k {
+	case critIdle:
+		return rs.NIdleNow > idleEps
+	case critMajor:
+		return rs.SaturatedTime < c.wbmin
+	case critMinor:
+		return rs.SaturatedTime < c.wbtot
+	case critStarved:
+		return rs.DeadlineMissedInstances < c.n[r]
+	}
+	return false
+}
+
+// candidate is whether project i qualifies for r under criterion k, and
+// if not, why (or "" when merely outranked is not the question).
+func (c *chooser) candidate(i int, r Rsc, k criterion) bool {
+	if c.rscWhy(i, r) != "" {
+		return false
+	}
+	if k != critIdle && wackyDCF(c.projects[i].State.DCF) {
+		return false
+	}
+	if (k == critMinor || k == critStarved) && c.overworked(i, r) {
+		return false
+	}
+	if k == critStarved {
+		if c.share(i) == 0 {
+			return false
+		}
+		q := c.ps(i)
+		if q.NUsed[r] >= c.n[r]*c.fshare(i, r) {
+			return false
+		}
+		if !c.open {
+			// Past the hysteresis gate only a project with no work at all
+			// is starved: it gets work at once (design, example 2) without
+			// a trickle of small requests from the others.
+			for _, n := range q.NRunnable {
+				if n > 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// pick is the highest-priority candidate for r under k; zero-share
+// projects only for an idle instance, and only if no other qualifies.
+func (c *chooser) pick(r Rsc, k criterion) int {
+	best, backup := -1, -1
+	for i := range c.projects {
+		if !c.candidate(i, r, k) {
+			continue
+		}
+		if c.share(i) == 0 {
+			if k == critIdle && (backup < 0 || c.prioOf(i) > c.prioOf(backup)) {
+				backup = i
+			}
+			continue
+		}
+		if best < 0 || c.prioOf(i) > c.prioOf(best) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return backup
+	}
+	return best
+}
+
+// decide runs the criteria in order; it returns the chosen project, the
+// criterion and the resource that chose it.
+func (c *chooser) decide() (int, criterion, Rsc) {
+	for k := critIdle; k <= critStarved; k++ {
+		if !c.open && k != critStarved {
+			continue
+		}
+		for _, r := range rscOrder {
+			if c.n[r] == 0 || !c.applies(k, r) {
+				continue
+			}
+			if i := c.pick(r, k); i >= 0 {
+				return i, k, r
+			}
+		}
+	}
+	return -1, critNone, CPU
+}
+
+// size is the request to project i for r (6.10 set_request): its
+// fetchable share of the shortfall, and enough instances to reach its
+// share of the resource or its share of the idle ones; at least 1 s when
+// anything is asked. A zero-share project asks for the idle instances
+// only; a project with an untrusted DCF for 1 s.
+func (c *chooser) size(i int, r Rsc) (secs, inst float64) {
+	rs := &c.sim.Rsc[r]
+	if c.share(i) == 0 {
+		if rs.NIdleNow > idleEps {
+			return 1, rs.NIdleNow
+		}
+		return 0, 0
+	}
+	sh := c.fshare(i, r)
+	secs = max(0, rs.Shortfall*sh)
+	inst = max(0, c.n[r]*sh-c.ps(i).NUsed[r], rs.NIdleNow*sh)
+	if secs > 0 && wackyDCF(c.projects[i].State.DCF) {
+		secs = 1
+	}
+	if secs > 0 || inst > 0 {
+		secs = max(secs, 1)
+	}
+	return secs, inst
+}
+
+// requestAll asks project i for every resource with a shortfall (and
+// target), whether backed off for it or not (design: "if we ask a project
+// for work for resource A, we may ask it for B as well").
+func (c *chooser) requestAll(i int, target Rsc, req *Request) {
+	for r := range NumRsc {
+		if c.n[r] == 0 || c.projects[i].NoRsc[r] {
+			continue
+		}
+		if Rsc(r) != target && !(c.sim.Rsc[r].Shortfall > 0) {
+			continue
+		}
+		req.Secs[r], req.Instances[r] = c.size(i, Rsc(r))
+	}
+}
+
+func anySecs(req *Request) bool {
+	for _, s := range req.Secs {
+		if s > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Choose makes the work-fetch decision (the design's main logic, in the
+// per-resource debt form of the 6.10 client, SCHEDULING §3.5), from a
+// simulation of the current queue and the policy's priorities:
+//
+//  1. Hysteresis: unless some resource has an idle instance or is
+//     saturated for less than the low-water mark Min(), nothing is
+//     fetched (except for a starved project, below), so the buffer is
+//     filled from the low to the high mark in one request rather than
+//     topped up by a trickle of tiny ones.
+//  2. Criteria in order: an idle instance; a major shortfall (saturated <
+//     Min()); a minor shortfall (saturated < Total()); a starved project
+//     (fewer instances queued than its share, while the resource is not
+//     all used by jobs missing deadlines; past a closed gate only a
+//     project with no jobs at all). Within each, resources are tried GPU
+//     types first, then the CPU; the first resource with a candidate wins.
+//  3. The candidate is the highest-priority project that may fetch the
+//     resource: NoFetch empty, at most MaxRunnableJobs queued, apps for
+//     it, not backed off for it; not "overworked" (debt for it below
+//     −max(86400, Total())) for the minor and starved criteria; not with a
+//     wacky DCF except for an idle instance; zero-share projects only for
+//     an idle instance when no other project can take it.
+//  4. An idle instance or a major shortfall asks for that resource only;
+//     the others ask for every resource with a shortfall, even ones the
+//     project is backed off for. Sizing per resource: Secs = shortfall ×
+//     the project's fetchable share of the resource (its share over the
+//     shares of the projects that may fetch it), Instances =
+//     max(instances × share − its queued usage, idle now × share), Secs at
+//     least 1 when anything is asked.
+//
+// NotFetching gives a reason for every (project, resource the host has)
+// that is not in the request; the strings are constants (or the project's
+// NoFetch), so the daemon can log them without formatting cost.
+func Choose(now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, prio []float64) Decision {
+	c := newChooser(now, &h, p, projects, sim, prio, -1)
+	i, k, target := c.decide()
+	d := Decision{Request: Request{Project: -1}}
+	if i >= 0 {
+		req := &d.Request
+		req.Project = i
+		req.Reason = reasonText[k][target]
+		if k == critIdle || k == critMajor {
+			req.Secs[target], req.Instances[target] = c.size(i, target)
+			req.Secs[target] = max(req.Secs[target], 1)
+		} else {
+			c.requestAll(i, target, req)
+		}
+		if !anySecs(req) {
+			d.Request = Request{Project: -1}
+			i = -1
+		}
+	}
+
+	nr := 0
+	for r := range NumRsc {
+		if c.n[r] > 0 {
+			nr++
+		}
+	}
+	d.NotFetching = make([]NotFetching, 0, nr*len(projects))
+	for pi := range projects {
+		for _, r := range rscOrder {
+			if c.n[r] == 0 || (pi == i && d.Request.Secs[r] > 0) {
+				continue
+			}
+			d.NotFetching = append(d.NotFetching, NotFetching{Project: pi, Rsc: r, Why: c.whyNot(pi, r, i, k)})
+		}
+	}
+	return d
+}
+
+// whyNot explains why (pi, r) is not part of the request to chosen.
+func (c *chooser) whyNot(pi int, r Rsc, chosen int, k criterion) string {
+	if w := c.rscWhy(pi, r); w != "" {
+		return w
+	}
+	if pi == chosen {
+		if k == critIdle || k == critMajor {
+			return WhyOnlyTarget
+		}
+		return WhyNoShortfall
+	}
+	rs := &c.sim.Rsc[r]
+	if !(rs.NIdleNow > idleEps) && rs.SaturatedTime >= c.wbtot && !c.candidate(pi, r, critStarved) {
+		return WhyBufferFull
+	}
+	if !c.open && !c.candidate(pi, r, critStarved) {
+		return WhyHysteresis
+	}
+	if chosen >= 0 {
+		return WhyOtherChosen
+	}
+	switch {
+	case wackyDCF(c.projects[pi].State.DCF):
+		return WhyWackyDCF
+	case c.share(pi) == 0:
+		return WhyZeroShare
+	case c.overworked(pi, r):
+		return WhyOverworked
+	}
+	return WhyNotChosen
+}
+
+// RequestFor is the work to ask of project i on an RPC made to it for
+// another reason (reporting results, a user's update, the project's own
+// request): the 6.10 client's compute_work_request. If Choose would pick
+// i when i's own resource backoffs (and an RPC backoff, since the RPC is
+// made anyway) are ignored, i is asked for every resource with a
+// shortfall, sized as in Choose; otherwise for nothing (Project −1, with
+// the reason).
+func RequestFor(i int, now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, prio []float64) Request {
+	if i < 0 || i >= len(projects) {
+		return Request{Project: -1, Reason: "no such project"}
+	}
+	c := newChooser(now, &h, p, projects, sim, prio, i)
+	chosen, k, target := c.decide()
+	switch {
+	case chosen < 0:
+		if w := c.projectWhy(i); w != "" {
+			return Request{Project: -1, Reason: w}
+		}
+		if !c.open {
+			return Request{Project: -1, Reason: WhyHysteresis}
+		}
+		return Request{Project: -1, Reason: WhyNotChosen}
+	case chosen != i:
+		return Request{Project: -1, Reason: WhyOtherChosen}
+	}
+	req := Request{Project: i, Reason: reasonText[k][target]}
+	c.requestAll(i, target, &req)
+	if !anySecs(&req) {
+		return Request{Project: -1, Reason: WhyNoShortfall}
+	}
+	return req
+}

@@ -1,0 +1,216 @@
+package workfetch
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+
+func cpuHost(n float64) Host {
+	return Host{Instances: [NumRsc]float64{CPU: n}, RelSpeed: [NumRsc]float64{CPU: 1}, CPUAvail: 1, GPUAvail: 1}
+}
+
+func cpuJob(p int, rem float64) Job {
+	return Job{Project: p, Rsc: CPU, NCPUs: 1, Remaining: rem, Deadline: at(1e7), Runnable: true}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*max(1, math.Abs(b)) }
+
+// buf is a buffer with low mark 1000 s and high mark 10000 s.
+var buf = Prefs{BufMin: 1000, BufAdditional: 9000}
+
+func TestSimulateResources(t *testing.T) {
+	gpuHost := Host{Instances: [NumRsc]float64{CPU: 2, NVIDIA: 1}, RelSpeed: [NumRsc]float64{CPU: 1, NVIDIA: 10}, CPUAvail: 1, GPUAvail: 1}
+	tests := []struct {
+		name      string
+		h         Host
+		jobs      []Job
+		r         Rsc
+		shortfall float64
+		idleNow   float64
+		saturated float64
+		busy      float64
+	}{
+		{"empty queue: whole window idle", cpuHost(2), nil, CPU, 2 * 10000, 2, 0, 0},
+		{"one CPU, two jobs back to back", cpuHost(1), []Job{cpuJob(0, 3000), cpuJob(0, 3000)}, CPU, 4000, 0, 6000, 6000},
+		{"two CPUs, one job: idle now", cpuHost(2), []Job{cpuJob(0, 3000)}, CPU, 10000 + 7000, 1, 0, 0},
+		{"queue beyond the window: no shortfall", cpuHost(1), []Job{cpuJob(0, 20000)}, CPU, 0, 0, 20000, 20000},
+		{"availability 0.5 stretches", Host{Instances: [NumRsc]float64{CPU: 1}, CPUAvail: 0.5}, []Job{cpuJob(0, 1000)}, CPU, 8000, 0, 2000, 2000},
+		{"not runnable (downloading) counts as runnable from now", cpuHost(1), []Job{{Project: 0, Rsc: CPU, NCPUs: 1, Remaining: 3000, Deadline: at(1e7)}}, CPU, 7000, 0, 3000, 3000},
+		{"job of a missing GPU type is ignored", cpuHost(1), []Job{{Project: 0, Rsc: AMD, NGPUs: 1, NCPUs: 1, Remaining: 3000, Deadline: at(1e7), Runnable: true}}, CPU, 10000, 1, 0, 0},
+		{"invalid project ignored", cpuHost(1), []Job{cpuJob(7, 3000)}, CPU, 10000, 1, 0, 0},
+		{"GPU job's CPU fills the CPU", gpuHost, []Job{
+			{Project: 0, Rsc: NVIDIA, NGPUs: 1, NCPUs: 1, Remaining: 2000, Deadline: at(1e7), Runnable: true},
+			cpuJob(0, 1000), cpuJob(0, 1000),
+		}, CPU, 2 * 8000, 0, 2000, 1000},
+		{"GPU resource", gpuHost, []Job{
+			{Project: 0, Rsc: NVIDIA, NGPUs: 1, NCPUs: 1, Remaining: 2000, Deadline: at(1e7), Runnable: true},
+			cpuJob(0, 1000), cpuJob(0, 1000),
+		}, NVIDIA, 8000, 0, 2000, 2000},
+		{"half-GPU jobs share an instance", gpuHost, []Job{
+			{Project: 0, Rsc: NVIDIA, NGPUs: 0.5, Remaining: 4000, Deadline: at(1e7), Runnable: true},
+			{Project: 0, Rsc: NVIDIA, NGPUs: 0.5, Remaining: 4000, Deadline: at(1e7), Runnable: true},
+		}, NVIDIA, 6000, 0, 4000, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out SimResult
+			projects := []Project{{Name: "a", Share: 1}}
+			Simulate(t0, tc.h, buf, projects, tc.jobs, nil, &out)
+			rs := out.Rsc[tc.r]
+			if !near(rs.Shortfall, tc.shortfall) || !near(rs.NIdleNow, tc.idleNow) || !near(rs.SaturatedTime, tc.saturated) || !near(rs.BusyTime, tc.busy) {
+				t.Errorf("got shortfall %v idle %v saturated %v busy %v; want %v %v %v %v",
+					rs.Shortfall, rs.NIdleNow, rs.SaturatedTime, rs.BusyTime, tc.shortfall, tc.idleNow, tc.saturated, tc.busy)
+			}
+		})
+	}
+}
+
+// finishes returns each job's simulated finish time.
+func finishes(out *SimResult, n int) []float64 {
+	f := make([]float64, n)
+	copy(f, out.scratch.finish[:n])
+	return f
+}
+
+func TestSimulateOrder(t *testing.T) {
+	tests := []struct {
+		name     string
+		ncpus    float64
+		projects []Project
+		prio     []float64
+		jobs     []Job
+		want     []float64
+	}{
+		{
+			name:     "shares 2:1 on 3 CPUs split 2:1",
+			ncpus:    3,
+			projects: []Project{{Share: 2}, {Share: 1}},
+			jobs:     []Job{cpuJob(0, 1000), cpuJob(0, 1000), cpuJob(0, 1000), cpuJob(0, 1000), cpuJob(1, 1000), cpuJob(1, 1000)},
+			want:     []float64{1000, 1000, 2000, 2000, 1000, 2000},
+		},
+		{
+			name:     "equal shares, higher priority first on one CPU",
+			ncpus:    1,
+			projects: []Project{{Share: 1}, {Share: 1}},
+			prio:     []float64{-100, 0},
+			jobs:     []Job{cpuJob(0, 1000), cpuJob(1, 1000)},
+			want:     []float64{2000, 1000},
+		},
+		{
+			name:     "a project owed far more takes every instance",
+			ncpus:    2,
+			projects: []Project{{Share: 1}, {Share: 1}},
+			prio:     []float64{0, -1e6},
+			jobs:     []Job{cpuJob(0, 1000), cpuJob(0, 1000), cpuJob(1, 1000)},
+			want:     []float64{1000, 1000, 2000},
+		},
+		{
+			name:     "zero share runs only on instances nobody else wants",
+			ncpus:    2,
+			projects: []Project{{Share: 0}, {Share: 1}},
+			prio:     []float64{100, 0},
+			jobs:     []Job{cpuJob(0, 1000), cpuJob(1, 1000), cpuJob(1, 1000), cpuJob(1, 1000)},
+			want:     []float64{2000, 1000, 1000, 2000},
+		},
+		{
+			name:     "EDF within a project",
+			ncpus:    1,
+			projects: []Project{{Share: 1}},
+			jobs: []Job{
+				{Project: 0, Rsc: CPU, NCPUs: 1, Remaining: 100, Deadline: at(9e6)},
+				{Project: 0, Rsc: CPU, NCPUs: 1, Remaining: 100, Deadline: at(5e6)},
+			},
+			want: []float64{200, 100},
+		},
+		{
+			name:     "preempted job keeps its progress",
+			ncpus:    2,
+			projects: []Project{{Share: 1}, {Share: 1}},
+			prio:     []float64{0, 0},
+			// B's short job ends, B has no more: A gets both CPUs; A's second
+			// job started at 500.
+			jobs: []Job{cpuJob(0, 1000), cpuJob(0, 1000), cpuJob(1, 500)},
+			want: []float64{1000, 1500, 500},
+		},
+		{
+			name:     "multi-CPU job overshoots the last instance",
+			ncpus:    2,
+			projects: []Project{{Share: 1}},
+			jobs: []Job{
+				{Project: 0, Rsc: CPU, NCPUs: 1, Remaining: 100, Deadline: at(1e5)},
+				{Project: 0, Rsc: CPU, NCPUs: 4, Remaining: 100, Deadline: at(2e5)},
+				{Project: 0, Rsc: CPU, NCPUs: 1, Remaining: 100, Deadline: at(3e5)},
+			},
+			want: []float64{100, 100, 200},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out SimResult
+			Simulate(t0, cpuHost(tc.ncpus), buf, tc.projects, tc.jobs, tc.prio, &out)
+			got := finishes(&out, len(tc.jobs))
+			for i := range got {
+				if !near(got[i], tc.want[i]) {
+					t.Fatalf("finish times %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestSimulateDeadlines(t *testing.T) {
+	// One CPU, jobs of 3000 s; low mark 1000 s: a job misses if it ends
+	// after deadline − 1000.
+	jobs := []Job{
+		{Project: 0, Rsc: CPU, NCPUs: 1, Remaining: 3000, Deadline: at(5000), Runnable: true},  // ends 3000 ≤ 4000
+		{Project: 0, Rsc: CPU, NCPUs: 1, Remaining: 3000, Deadline: at(6500), Runnable: true},  // ends 6000 > 5500
+		{Project: 1, Rsc: CPU, NCPUs: 1, Remaining: 3000, Deadline: at(10010), Runnable: true}, // ends 9010 ≤ 9010
+		{Project: 1, Rsc: CPU, NCPUs: 1, Remaining: 10, Deadline: at(100), Runnable: true},     // EDF: ends 6010, too late
+	}
+	var out SimResult
+	projects := []Project{{Share: 1}, {Share: 1}}
+	Simulate(t0, cpuHost(1), buf, projects, jobs, []float64{1, 0}, &out)
+	want := []bool{false, true, false, true}
+	for i, w := range want {
+		if out.MissesDeadline[i] != w {
+			t.Errorf("job %d misses = %v, want %v (finish %v)", i, out.MissesDeadline[i], w, out.scratch.finish[i])
+		}
+	}
+	if out.Projects[0].DeadlinesMissed[CPU] != 1 || out.Projects[1].DeadlinesMissed[CPU] != 1 {
+		t.Errorf("per-project misses %v %v", out.Projects[0].DeadlinesMissed, out.Projects[1].DeadlinesMissed)
+	}
+	if out.Rsc[CPU].DeadlineMissedInstances != 2 {
+		t.Errorf("missed instances %v", out.Rsc[CPU].DeadlineMissedInstances)
+	}
+}
+
+func TestSimulateProjectStats(t *testing.T) {
+	h := Host{Instances: [NumRsc]float64{CPU: 4, NVIDIA: 1}, CPUAvail: 1, GPUAvail: 1}
+	jobs := []Job{
+		cpuJob(0, 100),
+		{Project: 0, Rsc: NVIDIA, NGPUs: 1, NCPUs: 0.5, Remaining: 200, Deadline: at(1e7)},
+		{Project: 1, Rsc: CPU, NCPUs: 2, Remaining: 50, Deadline: at(1e7), Runnable: true},
+	}
+	var out SimResult
+	Simulate(t0, h, buf, []Project{{Share: 1}, {Share: 1}}, jobs, nil, &out)
+	p0, p1 := out.Projects[0], out.Projects[1]
+	if p0.NRunnable != [NumRsc]int{CPU: 1, NVIDIA: 1} || p1.NRunnable != [NumRsc]int{CPU: 1} {
+		t.Errorf("NRunnable %v %v", p0.NRunnable, p1.NRunnable)
+	}
+	if p0.NUsed != [NumRsc]float64{CPU: 1.5, NVIDIA: 1} || p1.NUsed != [NumRsc]float64{CPU: 2} {
+		t.Errorf("NUsed %v %v", p0.NUsed, p1.NUsed)
+	}
+	if p0.Queue != [NumRsc]float64{CPU: 100 + 100, NVIDIA: 200} || p1.Queue != [NumRsc]float64{CPU: 100} {
+		t.Errorf("Queue %v %v", p0.Queue, p1.Queue)
+	}
+	// Reuse with fewer projects and jobs shrinks and clears the outputs.
+	Simulate(t0, h, buf, []Project{{Share: 1}}, jobs[:1], nil, &out)
+	if len(out.Projects) != 1 || len(out.MissesDeadline) != 1 || out.Projects[0].NRunnable[NVIDIA] != 0 {
+		t.Errorf("reuse: %+v", out.Projects)
+	}
+}
