@@ -1,30 +1,75 @@
 // Package schedule decides which tasks run on the CPUs and GPUs right now:
 // the pure part of boincd's CPU/GPU scheduler, modelled on the C++
 // client's make_run_list and enforce_run_list (client/cpu_sched.cpp) and
-// assign_coprocs (client/coproc_sched.cpp).
+// assign_coprocs (client/coproc_sched.cpp); see SCHEDULING.md §1.
 //
 // Plain data in, a decision out: no I/O, no clock (Input.Now is the time),
 // no randomness, no goroutines. The same Input always gives the same
-// Decision; nothing depends on map iteration order.
+// Decision; nothing depends on map iteration order, and ties are broken
+// by project index, Task.Order and finally the task's index.
 //
-// One pass, in this order (the order in which tasks claim CPUs and GPU
-// instances):
+// # Rules
 //
-//  1. EDF, GPU types first: tasks the round-robin simulation says will
-//     miss their deadline, per GPU type, then on the CPU, in earliest-
-//     deadline order, until the resource is full.
-//  2. Tasks in mid time slice (or past it but not yet checkpointed), GPU
-//     tasks then CPU tasks: they keep running unless EDF work took their
-//     processors.
-//  3. Weighted round robin, GPU types first: the project with the highest
-//     current priority gets its best task, and its priority drops by what
-//     the task uses divided by its share, so within one pass projects
-//     interleave in proportion to their shares.
+// One pass claims CPUs and GPU instances in this order:
 //
-// What the caller applies before calling (it is not this package's job):
+//  1. EDF (make_run_list's earliest_deadline_result loops), GPU types
+//     first, then the CPU: tasks the round-robin simulation says will miss
+//     their deadline, and tasks started as EDF whose project still has a
+//     projected miss on that resource (promote_once_ran_edf), in
+//     earliest-deadline order (equal deadlines: started before unstarted,
+//     then less remaining time), until the resource is full.
+//  2. Tasks in an unfinished time slice (enforce_run_list's
+//     append_unfinished_time_slice): a running task keeps running until
+//     it has run Slice AND checkpointed after that (finished_time_slice),
+//     so work is never thrown away for the round robin; only EDF work
+//     preempts it. GPU tasks, then CPU tasks with more CPUs first.
+//  3. Weighted round robin, GPU types first, then the CPU: the project
+//     with the highest current priority that has a candidate gets its best
+//     task (running, then started before, then new; then EDF order), and
+//     its priority drops by the task's usage in CPU equivalents times
+//     Input.Charge divided by the project's share fraction
+//     (adjust_rec_sched, share-weighted), so within a pass equal-priority
+//     projects get tasks in proportion to their shares. Zero-share
+//     projects come last. For the CPU, candidates are selected up to twice
+//     the CPUs (stop_scan_cpu) and then run with more CPUs first
+//     (more_important), so that multi-thread tasks get in.
+//
+// CPU accounting (enforce_run_list): every task's NCPUs count, GPU tasks'
+// too. Once Instances[CPU] are in use no CPU task starts and a GPU task
+// starts only if usage stays within Instances[CPU]+1; before that any task
+// starts, so a multi-thread task may overcommit, unless Input.NoOvercommit.
+//
+// GPU instances (assign_coprocs): running tasks keep their instances or do
+// not run; fractional tasks pack onto partly used instances first;
+// integral tasks take whole unused instances, preferring ones that no
+// running EDF or mid-slice task holds. A GPU task without instances does
+// not run.
+//
+// # Deliberate differences from the C++ client
+//
+//   - Mid-slice tasks outrank round-robin GPU tasks for CPUs. C++ sorts
+//     every GPU job ahead of mid-slice CPU jobs, so a new GPU job can
+//     preempt a CPU job that has not checkpointed; here only EDF work can.
+//     New GPU tasks still get the one-CPU overcommit allowance.
+//   - EDF tasks run strictly in deadline order. C++ lets a mid-slice EDF
+//     job that made its list outrank an earlier-deadline one, and caps a
+//     project's EDF picks at its projected miss count.
+//   - Mid-slice tasks are charged to their project's priority like picked
+//     ones, so the round robin fills the rest of the host knowing what
+//     they use. CPU EDF tasks are charged before GPU round robin picks (in
+//     C++ after).
+//   - A GPU task is given instances only if it also passes the CPU test,
+//     so no instance stays reserved for a task that then does not run.
+//   - Only running EDF and mid-slice tasks reserve their instances
+//     (pending_usage); a fractional task that finds no partly used
+//     instance prefers an unreserved unused one (C++: the first unused).
+//   - A project's best round-robin task is chosen in EDF order among
+//     equals, not arrival order.
+//
+// # What the caller applies (not this package's job)
 //
 //   - max_ncpus_pct and <ncpus> arrive as Host.Instances[CPU], the usable
-//     CPU count (C++ set_n_usable_cpus: floor(n × pct/100), at least 1);
+//     CPU count (set_n_usable_cpus: floor(n × pct/100), at least 1);
 //     Input.NoOvercommit says the user capped it.
 //   - cpu_usage_limit is duty-cycle throttling: the runner suspends and
 //     resumes the tasks this package chose; a throttled task still counts
@@ -265,6 +310,7 @@ func (s *Scheduler) Schedule(in *Input, out *Decision) {
 		}
 	}
 	s.roundRobinCPU(out)
+	s.in = nil // do not keep the caller's tasks alive
 }
 
 // setup sanitises the scalar inputs and sizes the per-project scratch.

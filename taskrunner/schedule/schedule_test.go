@@ -213,16 +213,19 @@ func TestWeightedRoundRobin(t *testing.T) {
 		shares []float64
 		per    []int // tasks per project
 		want   []int // running per project
+		charge float64
 	}{
-		{"shares 3:1 on 4 CPUs", 4, []float64{0, 0}, []float64{3, 1}, []int{10, 10}, []int{3, 1}},
-		{"shares 3:1 on 8 CPUs", 8, []float64{0, 0}, []float64{3, 1}, []int{10, 10}, []int{6, 2}},
-		{"shares 1:3 on 8 CPUs, order does not matter", 8, []float64{0, 0}, []float64{1, 3}, []int{10, 10}, []int{2, 6}},
-		{"equal shares interleave", 4, []float64{0, 0}, []float64{1, 1}, []int{10, 10}, []int{2, 2}},
-		{"far higher priority takes all", 4, []float64{1e9, 0}, []float64{1, 1}, []int{10, 10}, []int{4, 0}},
-		{"priority lead worth one slice of CPU at share 1/2", 4, []float64{7200, 0}, []float64{1, 1}, []int{10, 10}, []int{3, 1}},
-		{"short project leaves the rest to others", 4, []float64{5, 0}, []float64{1, 1}, []int{1, 10}, []int{1, 3}},
-		{"backup project only when nobody else has work", 4, []float64{0, 1e9}, []float64{1, 0}, []int{2, 10}, []int{2, 2}},
-		{"nil shares are equal", 4, []float64{0, 0, 0, 0}, nil, []int{5, 5, 5, 5}, []int{1, 1, 1, 1}},
+		{"shares 3:1 on 4 CPUs", 4, []float64{0, 0}, []float64{3, 1}, []int{10, 10}, []int{3, 1}, 0},
+		{"shares 3:1 on 8 CPUs", 8, []float64{0, 0}, []float64{3, 1}, []int{10, 10}, []int{6, 2}, 0},
+		{"shares 1:3 on 8 CPUs, order does not matter", 8, []float64{0, 0}, []float64{1, 3}, []int{10, 10}, []int{2, 6}, 0},
+		{"equal shares interleave", 4, []float64{0, 0}, []float64{1, 1}, []int{10, 10}, []int{2, 2}, 0},
+		{"far higher priority takes all", 4, []float64{1e9, 0}, []float64{1, 1}, []int{10, 10}, []int{4, 0}, 0},
+		{"priority lead worth one slice of CPU at share 1/2", 4, []float64{7200, 0}, []float64{1, 1}, []int{10, 10}, []int{3, 1}, 0},
+		{"short project leaves the rest to others", 4, []float64{5, 0}, []float64{1, 1}, []int{1, 10}, []int{1, 3}, 0},
+		{"backup project only when nobody else has work", 4, []float64{0, 1e9}, []float64{1, 0}, []int{2, 10}, []int{2, 2}, 0},
+		{"nil shares are equal", 4, []float64{0, 0, 0, 0}, nil, []int{5, 5, 5, 5}, []int{1, 1, 1, 1}, 0},
+		{"a small lead is nothing in debt seconds", 4, []float64{1, 0}, []float64{1, 1}, []int{10, 10}, []int{2, 2}, 0},
+		{"a small lead is a lot in REC units", 4, []float64{1, 0}, []float64{1, 1}, []int{10, 10}, []int{4, 0}, 1.0 / (24 * 4)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -230,7 +233,7 @@ func TestWeightedRoundRobin(t *testing.T) {
 			for p, n := range c.per {
 				tasks = append(tasks, many(p, n)...)
 			}
-			in := Input{Now: t0, Slice: slice, Host: host(c.ncpu, 0), Priority: c.prio, Shares: c.shares, Tasks: named(tasks...)}
+			in := Input{Now: t0, Slice: slice, Host: host(c.ncpu, 0), Priority: c.prio, Shares: c.shares, Tasks: named(tasks...), Charge: c.charge}
 			var out Decision
 			Schedule(&in, &out)
 			if got := projectCounts(&in, &out); !slices.Equal(got, c.want) {
@@ -556,9 +559,30 @@ func TestReuse(t *testing.T) {
 	}
 }
 
-func benchSchedule(b *testing.B, n int) {
+// benchInput is the benchmark's host: 16 CPUs, 4 GPUs, 20 projects, n
+// queued tasks of which 16 CPU and 4 GPU tasks are running (half of
+// them past their slice and checkpointed), about 1% missing deadlines.
+func benchInput(n int) Input {
 	r := rand.New(rand.NewPCG(42, 42))
 	in := randomInput(r, 20, n, 16, 4)
+	ncpu, ngpu := 0, 0
+	for i := range in.Tasks {
+		t := &in.Tasks[i]
+		t.Running, t.GPUs, t.OnceRanEDF = false, nil, false
+		ago := time.Duration(r.IntN(7200)) * time.Second
+		switch {
+		case t.Rsc == workfetch.CPU && t.NCPUs == 1 && ncpu < 16:
+			*t = running(*t, ago, time.Duration(r.IntN(600))*time.Second)
+			ncpu++
+		case t.Rsc.IsGPU() && t.NGPUs == 1 && ngpu < 4:
+			*t = running(*t, ago, time.Duration(r.IntN(600))*time.Second, ngpu)
+			ngpu++
+		}
+	}
+	return in
+}
+
+func benchSchedule(b *testing.B, in Input) {
 	nrun := 0
 	for i := range in.Tasks {
 		if in.Tasks[i].Running {
@@ -577,14 +601,23 @@ func benchSchedule(b *testing.B, n int) {
 	b.ReportMetric(float64(len(out.Run)), "chosen")
 }
 
-func BenchmarkSchedule1000(b *testing.B)  { benchSchedule(b, 1000) }
-func BenchmarkSchedule10000(b *testing.B) { benchSchedule(b, 10000) }
+func BenchmarkSchedule1000(b *testing.B)  { benchSchedule(b, benchInput(1000)) }
+func BenchmarkSchedule10000(b *testing.B) { benchSchedule(b, benchInput(10000)) }
 
-// BenchmarkScheduleFresh is the package function, which allocates its
-// scratch every call.
+// BenchmarkScheduleAllEDF10000 is the overloaded host: every task misses
+// its deadline, so the EDF heaps hold everything.
+func BenchmarkScheduleAllEDF10000(b *testing.B) {
+	in := benchInput(10000)
+	for i := range in.Tasks {
+		in.Tasks[i].MissesDeadline = true
+	}
+	benchSchedule(b, in)
+}
+
+// BenchmarkScheduleFresh10000 is the package function, which allocates
+// its scratch every call.
 func BenchmarkScheduleFresh10000(b *testing.B) {
-	r := rand.New(rand.NewPCG(42, 42))
-	in := randomInput(r, 20, 10000, 16, 4)
+	in := benchInput(10000)
 	var out Decision
 	b.ReportAllocs()
 	for b.Loop() {
