@@ -624,3 +624,25 @@ func BenchmarkScheduleFresh10000(b *testing.B) {
 		Schedule(&in, &out)
 	}
 }
+
+// TestRunOrder checks that Run is in claim order: EDF GPU, EDF CPU,
+// mid-slice tasks, then the round robin (GPU first).
+func TestRunOrder(t *testing.T) {
+	in := Input{Now: t0, Slice: slice, Host: host(4, 2), Priority: []float64{0, 10}, Shares: []float64{1, 1},
+		Tasks: named(
+			cpu(1, time.Hour), // 0: round robin CPU
+			gpu(1, 1),         // 1: round robin GPU
+			running(cpu(0, 9*time.Hour), time.Minute, -1), // 2: mid slice
+			misses(cpu(0, 2*time.Hour)),                   // 3: EDF CPU
+			misses(gpu(0, 1)),                             // 4: EDF GPU
+		)}
+	var out Decision
+	Schedule(&in, &out)
+	var got []int
+	for _, a := range out.Run {
+		got = append(got, a.Task)
+	}
+	if want := []int{4, 3, 2, 1, 0}; !slices.Equal(got, want) {
+		t.Errorf("run order %v, want %v", got, want)
+	}
+}
