@@ -51,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(rest, stdout, stderr)
 	case "probe":
 		return runProbe(rest, stdout, stderr)
+	case "simulate":
+		return runSimulate(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "boincd %d.%d.%d (BOINC client protocol)\n", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease)
 		return 0
@@ -68,6 +70,7 @@ func usage(w io.Writer) {
   boincd [run] [--dir DIR] [--config FILE] [flags]   run the client
   boincd demo [--tasks N] [--seconds S] [--dir DIR]  run against a built-in demo project
   boincd probe [--json]                              show what the host probe finds
+  boincd simulate [--seed N] [--days D] [--json] SCENARIO.toml  emulate the scheduler (sim/README.md)
   boincd version
 Run "boincd run --help" for the daemon's flags.
 `)

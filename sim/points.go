@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/boincd/boincd/taskrunner/schedule"
+	"github.com/boincd/boincd/workfetch"
+)
+
+// The emulator's decision points. Each defaults to the core boincd runs;
+// variants (the C++ client's REC priority, the 2007 paper's CS/WF
+// policies, ...) plug in here so that comparing them never needs a fork
+// of the loop.
+
+// Scheduler decides which tasks run (the CPU/GPU schedule).
+type Scheduler interface {
+	Name() string
+	Schedule(in *schedule.Input, out *schedule.Decision)
+}
+
+// Fetcher decides which project to ask for how much work.
+type Fetcher interface {
+	Name() string
+	Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, projects []workfetch.Project, sim *workfetch.SimResult, prio []float64) workfetch.Decision
+}
+
+// Accounter books the processing each project received in a step (the
+// long-term debts by default).
+type Accounter interface {
+	Name() string
+	Update(now time.Time, h workfetch.Host, projects []workfetch.Project, jobs []workfetch.Job, used [][workfetch.NumRsc]float64, dt float64)
+}
+
+// CoreScheduler is taskrunner/schedule: EDF for tasks the simulation
+// says will miss their deadline, then round-robin by priority. It keeps
+// scratch space between calls, so one value serves one run at a time.
+type CoreScheduler struct{ s schedule.Scheduler }
+
+// Name implements Scheduler.
+func (*CoreScheduler) Name() string { return "core" }
+
+// Schedule implements Scheduler.
+func (c *CoreScheduler) Schedule(in *schedule.Input, out *schedule.Decision) { c.s.Schedule(in, out) }
+
+// CoreFetcher is workfetch.Choose.
+type CoreFetcher struct{}
+
+// Name implements Fetcher.
+func (CoreFetcher) Name() string { return "core" }
+
+// Choose implements Fetcher.
+func (CoreFetcher) Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, projects []workfetch.Project, sim *workfetch.SimResult, prio []float64) workfetch.Decision {
+	return workfetch.Choose(now, h, p, projects, sim, prio)
+}
+
+// DebtAccounter is workfetch.UpdateDebts.
+type DebtAccounter struct{}
+
+// Name implements Accounter.
+func (DebtAccounter) Name() string { return "debt" }
+
+// Update implements Accounter.
+func (DebtAccounter) Update(now time.Time, h workfetch.Host, projects []workfetch.Project, jobs []workfetch.Job, used [][workfetch.NumRsc]float64, dt float64) {
+	workfetch.UpdateDebts(now, h, projects, jobs, used, dt)
+}
+
+// Variant names accepted by PolicyByName, SchedulerByName and
+// FetcherByName (and the CLI's --policy, --sched and --fetch).
+const (
+	VariantDefault = "default"
+)
+
+// PolicyByName returns a project-priority policy by name.
+func PolicyByName(name string) (workfetch.Policy, error) {
+	switch name {
+	case "", VariantDefault, "debt":
+		return workfetch.DebtPolicy{}, nil
+	}
+	return nil, fmt.Errorf("unknown policy %q: want debt", name)
+}
+
+// SchedulerByName returns a CPU/GPU scheduler by name.
+func SchedulerByName(name string) (Scheduler, error) {
+	switch name {
+	case "", VariantDefault, "core":
+		return &CoreScheduler{}, nil
+	}
+	return nil, fmt.Errorf("unknown scheduler %q: want core", name)
+}
+
+// FetcherByName returns a work-fetch policy by name.
+func FetcherByName(name string) (Fetcher, error) {
+	switch name {
+	case "", VariantDefault, "core":
+		return CoreFetcher{}, nil
+	}
+	return nil, fmt.Errorf("unknown work fetch %q: want core", name)
+}

@@ -1,0 +1,605 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/taskrunner/schedule"
+	"github.com/boincd/boincd/workfetch"
+)
+
+// Options selects the decision-point variants and extra outputs.
+type Options struct {
+	Policy    workfetch.Policy // nil: workfetch.DebtPolicy
+	Scheduler Scheduler        // nil: a new CoreScheduler
+	Fetcher   Fetcher          // nil: CoreFetcher
+	Accounter Accounter        // nil: DebtAccounter
+	// BucketSeconds > 0 adds a timeline to the report: per-project
+	// instance-seconds per resource in buckets of this length.
+	BucketSeconds float64
+}
+
+// Epoch is the simulated clock's start; only differences matter.
+var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const (
+	// maxJobsPerRPC bounds one reply so a request that can never be
+	// covered (a tiny estimate) cannot loop for long.
+	maxJobsPerRPC = 1000
+	// ctxCheckSteps: how often the loop looks at ctx.
+	ctxCheckSteps = 4096
+)
+
+// simJob is one job the client holds.
+type simJob struct {
+	core, proj int // index into e.core and e.projs
+	app        int
+	rsc        workfetch.Rsc
+	ncpus      float64
+	ngpus      float64
+	rate       float64 // FLOPS while running
+	total      float64 // true size, FLOPs
+	left       float64
+	estFlops   float64 // the server's estimate
+	deadline   float64 // simulated seconds
+	seq        int
+
+	running    bool
+	runStart   float64
+	lastMiss   float64 // when the simulation last said it misses (-1: never)
+	elapsed    float64 // seconds actually computed
+	onceRanEDF bool
+	gpus       []int
+	peak       float64 // peak FLOPs spent on it
+}
+
+func (j *simJob) usage() float64 {
+	if j.rsc.IsGPU() {
+		return j.ngpus
+	}
+	return j.ncpus
+}
+
+// simProject is a project's server and its statistics.
+type simProject struct {
+	spec  *ProjectSpec
+	core  int // index into e.core; -1 until attached
+	rng   *rand.Rand
+	sent  []int // jobs sent per app
+	fails int   // consecutive failed RPCs
+	// minRPC is when the project-level RPC backoff ends (simulated s).
+	minRPC float64
+
+	inst, flops        [workfetch.NumRsc]float64
+	wasted             float64
+	met, missed        int
+	jobs, rpcs, failed int
+	requests, gotRsc   [workfetch.NumRsc]int
+	maxBackoff         [workfetch.NumRsc]float64
+	idleR, idleSS      float64
+}
+
+type pendingReply struct {
+	proj   int // e.projs index
+	req    workfetch.Request
+	arrive float64
+}
+
+type engine struct {
+	sc    *Scenario
+	opt   Options
+	step  float64
+	end   float64
+	t     float64
+	host  workfetch.Host
+	prefs workfetch.Prefs
+	slice time.Duration
+	flops float64 // one CPU's FLOPS
+	avail *availability
+	on    bool
+
+	projs     []simProject
+	core      []workfetch.Project
+	coreToSim []int
+	jobs      []simJob
+	seq       int
+	pending   *pendingReply
+	jitter    *rand.Rand
+
+	// scratch reused every step
+	wjobs  []workfetch.Job
+	tasks  []schedule.Task
+	res    workfetch.SimResult
+	prio   []float64
+	shares []float64
+	used   [][workfetch.NumRsc]float64
+	in     schedule.Input
+	dec    schedule.Decision
+	runIdx []int
+	ran    []bool // per project: ran during the step
+
+	// metrics
+	tTotal, tOn float64
+	rpcs, njobs int
+	failedRPCs  int
+	timeline    [][][workfetch.NumRsc]float64 // [bucket][project]
+}
+
+// Run emulates the scenario and returns its report. It is deterministic:
+// the same scenario (seed included) and options give the same report.
+func Run(ctx context.Context, sc *Scenario, opt Options) (*Report, error) {
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.Policy == nil {
+		opt.Policy = workfetch.DebtPolicy{}
+	}
+	if opt.Scheduler == nil {
+		opt.Scheduler = &CoreScheduler{}
+	}
+	if opt.Fetcher == nil {
+		opt.Fetcher = CoreFetcher{}
+	}
+	if opt.Accounter == nil {
+		opt.Accounter = DebtAccounter{}
+	}
+	e := newEngine(sc, opt)
+	for n := 0; e.t < e.end-1e-9; n++ {
+		if n%ctxCheckSteps == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("simulate %s: %w", sc.where(0), err)
+			}
+		}
+		e.tick()
+	}
+	return e.report(), nil
+}
+
+// seedStream derives independent random streams from the seed, so a
+// change in one (another project, say) leaves the others' draws alone.
+func seedStream(seed uint64, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15*(stream+1)))
+}
+
+func newEngine(sc *Scenario, opt Options) *engine {
+	e := &engine{
+		sc:     sc,
+		opt:    opt,
+		step:   sc.StepSeconds,
+		end:    sc.DurationDays * 86400,
+		flops:  sc.Host.CPUFlops,
+		slice:  time.Duration(sc.Prefs.CPUSchedulingPeriodMinutes * float64(time.Minute)),
+		avail:  newAvailability(sc.Host.Availability, seedStream(sc.Seed, 0)),
+		jitter: seedStream(sc.Seed, 1),
+	}
+	frac := sc.Host.Availability.OnFrac()
+	e.host.CPUAvail = math.Max(0.01, frac)
+	e.host.GPUAvail = e.host.CPUAvail
+	for r := range workfetch.NumRsc {
+		e.host.Instances[r] = sc.Host.instances(workfetch.Rsc(r))
+		e.host.RelSpeed[r] = sc.Host.relSpeed(workfetch.Rsc(r))
+	}
+	e.prefs = workfetch.Prefs{
+		BufMin:        sc.Prefs.WorkBufMinDays * 86400,
+		BufAdditional: sc.Prefs.WorkBufAdditionalDays * 86400,
+	}
+	e.projs = make([]simProject, len(sc.Projects))
+	e.ran = make([]bool, len(sc.Projects))
+	for i := range sc.Projects {
+		e.projs[i] = simProject{
+			spec: &sc.Projects[i],
+			core: -1,
+			rng:  seedStream(sc.Seed, uint64(2+i)),
+			sent: make([]int, len(sc.Projects[i].Apps)),
+		}
+	}
+	if opt.BucketSeconds > 0 {
+		n := int(math.Ceil(e.end / opt.BucketSeconds))
+		e.timeline = make([][][workfetch.NumRsc]float64, n)
+		for i := range e.timeline {
+			e.timeline[i] = make([][workfetch.NumRsc]float64, len(e.projs))
+		}
+	}
+	e.attach()
+	return e
+}
+
+func (e *engine) now() time.Time {
+	return epoch.Add(time.Duration(math.Round(e.t * 1e9)))
+}
+
+// attach adds the projects whose attach time has come. A new project
+// enters the core's slice at the end, so existing indices stay valid.
+func (e *engine) attach() {
+	for i := range e.projs {
+		p := &e.projs[i]
+		if p.core >= 0 || p.spec.AttachAtDays*86400 > e.t+1e-9 {
+			continue
+		}
+		p.core = len(e.core)
+		e.core = append(e.core, workfetch.Project{
+			Name:  p.spec.Name,
+			Share: p.spec.Share,
+			State: workfetch.ProjectState{DCF: 1},
+		})
+		e.coreToSim = append(e.coreToSim, i)
+		e.used = append(e.used, [workfetch.NumRsc]float64{})
+		e.prio = append(e.prio, 0)
+		e.shares = append(e.shares, p.spec.Share)
+	}
+}
+
+// tick advances the clock one step: computing, accounting, then the
+// client's decisions at the step's end.
+func (e *engine) tick() {
+	dt := math.Min(e.step, e.end-e.t)
+	onSecs := e.avail.advance(e.t, dt)
+	e.on = e.avail.on
+	e.compute(dt, onSecs)
+	e.t += dt
+	e.attach()
+	if e.pending != nil && e.t >= e.pending.arrive-1e-9 {
+		e.deliver()
+	}
+	e.buildJobs()
+	e.opt.Accounter.Update(e.now(), e.host, e.core, e.wjobs, e.used, dt)
+	for i := range e.used {
+		e.used[i] = [workfetch.NumRsc]float64{}
+	}
+	if !e.on {
+		// An off host neither schedules nor talks to servers (BCE).
+		return
+	}
+	e.decide()
+	if e.pending == nil {
+		if e.fetch() && e.pending != nil && e.pending.arrive <= e.t {
+			// The reply came within the step: schedule its jobs now
+			// rather than leaving the instances idle for a step.
+			e.deliver()
+			e.buildJobs()
+			e.decide()
+		}
+	}
+}
+
+// compute runs the executing jobs for onSecs of the step, finishes those
+// that are done and books processing.
+func (e *engine) compute(dt, onSecs float64) {
+	e.tTotal += dt
+	e.tOn += onSecs
+	ran := e.ran
+	clear(ran)
+	bucket := -1
+	if e.timeline != nil {
+		bucket = min(int(e.t/e.opt.BucketSeconds), len(e.timeline)-1)
+	}
+	k := 0
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		done := false
+		if j.running && onSecs > 0 {
+			secs := onSecs
+			if j.rate*secs >= j.left {
+				secs = j.left / j.rate
+				done = true
+			}
+			j.left -= j.rate * secs
+			j.elapsed += secs
+			pf := j.rate * secs
+			j.peak += pf
+			p := &e.projs[j.proj]
+			inst := j.usage() * secs
+			p.inst[j.rsc] += inst
+			p.flops[j.rsc] += pf
+			e.used[j.core][j.rsc] += inst
+			if bucket >= 0 {
+				e.timeline[bucket][j.proj][j.rsc] += inst
+			}
+			ran[j.proj] = true
+			if done {
+				e.finish(j, e.t+secs)
+			}
+		}
+		if !done {
+			if k != i {
+				e.jobs[k] = *j
+			}
+			k++
+		}
+	}
+	clear(e.jobs[k:])
+	e.jobs = e.jobs[:k]
+	if onSecs <= 0 {
+		return
+	}
+	// Monotony: time since each attached project last ran, squared and
+	// integrated over on time.
+	for i := range e.projs {
+		p := &e.projs[i]
+		if p.core < 0 {
+			continue
+		}
+		if ran[i] {
+			p.idleR = 0
+			continue
+		}
+		p.idleR += onSecs
+		p.idleSS += onSecs * p.idleR * p.idleR
+	}
+}
+
+// finish records a completed job: deadline met or missed, DCF update.
+func (e *engine) finish(j *simJob, at float64) {
+	p := &e.projs[j.proj]
+	if at <= j.deadline+1e-9 {
+		p.met++
+	} else {
+		p.missed++
+		p.wasted += j.peak
+	}
+	if !p.spec.DontUseDCF {
+		st := &e.core[j.core].State
+		st.DCF = workfetch.UpdateDCF(st.DCF, j.elapsed, j.estFlops/j.rate)
+	}
+}
+
+// remaining is the client's estimate of the wall seconds of computing
+// left: the static estimate (server's size estimate, corrected by DCF)
+// until the job has run, then the core's blend with its progress.
+func (e *engine) remaining(j *simJob) float64 {
+	static := j.estFlops / j.rate
+	if !e.projs[j.proj].spec.DontUseDCF {
+		static *= e.core[j.core].State.DCF
+	}
+	if j.elapsed <= 0 {
+		return static
+	}
+	fd := 1 - j.left/j.total
+	return workfetch.Remaining(static, j.elapsed, fd, j.elapsed, false)
+}
+
+// buildJobs refreshes the core's view of the queue and project flags.
+func (e *engine) buildJobs() {
+	e.wjobs = e.wjobs[:0]
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		e.wjobs = append(e.wjobs, workfetch.Job{
+			Project:   j.core,
+			Rsc:       j.rsc,
+			NCPUs:     j.ncpus,
+			NGPUs:     j.ngpus,
+			Remaining: e.remaining(j),
+			Deadline:  epoch.Add(time.Duration(j.deadline * 1e9)),
+			Runnable:  true,
+		})
+	}
+	for c := range e.core {
+		p := &e.projs[e.coreToSim[c]]
+		cp := &e.core[c]
+		cp.InRPCBackoff = p.minRPC > e.t
+		cp.NoFetch = ""
+		if cp.InRPCBackoff {
+			cp.NoFetch = "project RPC backoff"
+		}
+	}
+}
+
+// decide runs the round-robin simulation, the priority policy and the
+// schedule, and applies the run set.
+func (e *engine) decide() {
+	now := e.now()
+	workfetch.Simulate(now, e.host, e.prefs, e.core, e.wjobs, e.prio, &e.res)
+	e.prio = e.opt.Policy.Priorities(e.core, e.host, &e.res, e.prio)
+	e.tasks = e.tasks[:0]
+	slice := e.slice.Seconds()
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		// The caller's part of the EDF rules (schedule's package doc):
+		// a job marked a miss less than one period ago stays EDF
+		// (anti-thrashing), and a DCF of 90 or more makes every job of
+		// the project EDF.
+		miss := i < len(e.res.MissesDeadline) && e.res.MissesDeadline[i]
+		if miss {
+			j.lastMiss = e.t
+		} else if j.lastMiss >= 0 && e.t-j.lastMiss < slice {
+			miss = true
+		}
+		if e.core[j.core].State.DCF >= 90 {
+			miss = true
+		}
+		e.tasks = append(e.tasks, schedule.Task{
+			Project:        j.core,
+			Rsc:            j.rsc,
+			NCPUs:          j.ncpus,
+			NGPUs:          j.ngpus,
+			Deadline:       e.wjobs[i].Deadline,
+			MissesDeadline: miss,
+			Running:        j.running,
+			RunStart:       epoch.Add(time.Duration(j.runStart * 1e9)),
+			// The emulated apps checkpoint continuously (as in BCE), so
+			// preempting one loses nothing.
+			LastCheckpoint: now,
+			GPUs:           j.gpus,
+			OnceRanEDF:     j.onceRanEDF,
+			Started:        j.elapsed > 0 || j.running,
+			Remaining:      e.wjobs[i].Remaining,
+			Order:          j.seq,
+		})
+	}
+	e.in = schedule.Input{Now: now, Host: e.host, Slice: e.slice, Priority: e.prio, Shares: e.shares, Tasks: e.tasks}
+	e.dec.Run = e.dec.Run[:0]
+	e.opt.Scheduler.Schedule(&e.in, &e.dec)
+	// Apply: runIdx[i] = assignment index for job i, or -1.
+	e.runIdx = e.runIdx[:0]
+	for range e.jobs {
+		e.runIdx = append(e.runIdx, -1)
+	}
+	for a, as := range e.dec.Run {
+		if as.Task >= 0 && as.Task < len(e.jobs) {
+			e.runIdx[as.Task] = a
+		}
+	}
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		a := e.runIdx[i]
+		if a < 0 {
+			j.running = false
+			j.gpus = j.gpus[:0]
+			continue
+		}
+		as := e.dec.Run[a]
+		if !j.running {
+			j.running = true
+			j.runStart = e.t
+		}
+		if as.EDF {
+			j.onceRanEDF = true
+		}
+		j.gpus = append(j.gpus[:0], as.GPUs...)
+	}
+}
+
+// fetch asks the work-fetch policy whom to ask, and makes the RPC. It
+// reports whether an RPC was attempted.
+func (e *engine) fetch() bool {
+	d := e.opt.Fetcher.Choose(e.now(), e.host, e.prefs, e.core, &e.res, e.prio)
+	req := d.Request
+	if req.Project < 0 || req.Project >= len(e.core) {
+		return false
+	}
+	si := e.coreToSim[req.Project]
+	p := &e.projs[si]
+	for r := range workfetch.NumRsc {
+		if req.Secs[r] > 0 || req.Instances[r] > 0 {
+			p.requests[r]++
+		}
+	}
+	if e.serverDown(p) {
+		// The server is down: no reply, the project backs off (§4.3).
+		p.failed++
+		e.failedRPCs++
+		p.fails++
+		n := min(p.fails, boinc.RPCRetryCap)
+		d := boinc.ExponentialBackoff(n, boinc.RPCBackoffMin, boinc.RPCBackoffMax, e.jitter.Float64())
+		p.minRPC = e.t + d.Seconds()
+		return true
+	}
+	e.pending = &pendingReply{proj: si, req: req, arrive: e.t + e.sc.RPCDelaySeconds}
+	return true
+}
+
+func (e *engine) serverDown(p *simProject) bool {
+	day := e.t / 86400
+	for _, o := range p.spec.Outages {
+		if day >= o.FromDays && day < o.ToDays {
+			return true
+		}
+	}
+	return false
+}
+
+// deliver is the server's reply: jobs for each requested resource until
+// the request's seconds and instances are covered, then the client's
+// reply handling (per-resource backoffs).
+func (e *engine) deliver() {
+	pr := e.pending
+	e.pending = nil
+	p := &e.projs[pr.proj]
+	st := &e.core[p.core].State
+	var got [workfetch.NumRsc]int
+	for r := range workfetch.NumRsc {
+		secs, inst := pr.req.Secs[r], pr.req.Instances[r]
+		if secs <= 0 && inst <= 0 {
+			continue
+		}
+		for (secs > 0 || inst > 0) && got[r] < maxJobsPerRPC {
+			a := e.pickApp(p, workfetch.Rsc(r))
+			if a < 0 {
+				break
+			}
+			j := e.makeJob(pr.proj, a)
+			got[r]++
+			// The server's view of the job's duration (BCE
+			// decrement_request): estimate over speed and availability.
+			avail := e.host.CPUAvail
+			if j.rsc.IsGPU() {
+				avail = e.host.GPUAvail
+			}
+			est := j.estFlops / j.rate / avail
+			secs -= est * j.usage()
+			inst -= j.usage()
+		}
+		p.gotRsc[r] += got[r]
+	}
+	jit := [workfetch.NumRsc]float64{}
+	for r := range jit {
+		jit[r] = e.jitter.Float64()
+	}
+	workfetch.HandleReply(st, pr.req, got, false, e.now(), jit)
+	for r := range workfetch.NumRsc {
+		p.maxBackoff[r] = math.Max(p.maxBackoff[r], st.Backoff[r].Interval)
+	}
+	p.fails = 0
+	p.minRPC = 0
+	p.rpcs++
+	e.rpcs++
+}
+
+// pickApp chooses, uniformly at random, one of the project's apps for r
+// that has jobs now; -1 if none.
+func (e *engine) pickApp(p *simProject, r workfetch.Rsc) int {
+	day := e.t / 86400
+	n, pick := 0, -1
+	for i := range p.spec.Apps {
+		a := &p.spec.Apps[i]
+		if a.rsc != r || day < a.AvailableFromDays || (a.AvailableToDays > 0 && day >= a.AvailableToDays) {
+			continue
+		}
+		if a.MaxJobs > 0 && p.sent[i] >= a.MaxJobs {
+			continue
+		}
+		// Reservoir sampling: one pass, uniform choice.
+		n++
+		if p.rng.IntN(n) == 0 {
+			pick = i
+		}
+	}
+	return pick
+}
+
+func (e *engine) makeJob(pi, ai int) *simJob {
+	p := &e.projs[pi]
+	a := &p.spec.Apps[ai]
+	p.sent[ai]++
+	p.jobs++
+	e.njobs++
+	size := a.FlopsMean
+	if a.FlopsStddev > 0 {
+		size = math.Max(a.FlopsMean*0.01, a.FlopsMean+a.FlopsStddev*p.rng.NormFloat64())
+	}
+	rate := e.flops * a.NCPUs
+	if a.rsc.IsGPU() {
+		rate = e.flops * a.NGPUs * e.host.RelSpeed[a.rsc]
+	}
+	e.seq++
+	e.jobs = append(e.jobs, simJob{
+		core:     p.core,
+		proj:     pi,
+		app:      ai,
+		rsc:      a.rsc,
+		ncpus:    a.NCPUs,
+		ngpus:    a.NGPUs,
+		rate:     rate,
+		total:    size,
+		left:     size,
+		estFlops: a.FlopsMean / a.EstimateFactor,
+		deadline: e.t + a.LatencyBoundDays*86400,
+		seq:      e.seq,
+		lastMiss: -1,
+	})
+	return &e.jobs[len(e.jobs)-1]
+}
