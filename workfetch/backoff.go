@@ -1,9 +1,6 @@
 package workfetch
 
-import (
-	"math"
-	"time"
-)
+import "time"
 
 // Per-(project, resource) fetch backoff bounds (WF_MIN/MAX_BACKOFF_INTERVAL).
 const (
@@ -27,7 +24,7 @@ func (b Backoff) AtMax() bool { return b.Interval >= BackoffMax }
 // for and none came: the interval is 600 s, then doubles up to one day,
 // and the backoff lasts (0.5+jitter) × interval, so on average the
 // interval itself. jitter is the caller's uniform draw in [0, 1); values
-// outside are clamped into it.
+// outside are clamped to [0, 1].
 func (b *Backoff) Back(now time.Time, jitter float64) {
 	if b.Interval > 0 {
 		b.Interval = min(2*b.Interval, BackoffMax)
@@ -37,7 +34,7 @@ func (b *Backoff) Back(now time.Time, jitter float64) {
 	if !(jitter >= 0) {
 		jitter = 0
 	}
-	jitter = min(jitter, math.Nextafter(1, 0))
+	jitter = min(jitter, 1)
 	d := time.Duration((0.5 + jitter) * b.Interval * float64(time.Second))
 	b.Until = now.Add(d)
 }
