@@ -8,7 +8,10 @@
 //
 // # The loop
 //
-// The clock advances in steps (step_seconds, default 60). Each step:
+// The clock advances in steps (step_seconds, default 60); with
+// event_driven a step also ends at the first event inside it (a job
+// completing, the host going on or off, a reply arriving, a project
+// attaching). Each step:
 //
 //  1. the host's availability process (an alternating renewal process
 //     with exponential on and off periods) gives the seconds of the step

@@ -17,6 +17,7 @@ type Report struct {
 	Seed        uint64  `json:"seed"`
 	Days        float64 `json:"days"`
 	StepSeconds float64 `json:"step_seconds"`
+	EventDriven bool    `json:"event_driven"`
 	Policy      string  `json:"policy"`
 	Scheduler   string  `json:"scheduler"`
 	Fetcher     string  `json:"fetcher"`
@@ -124,6 +125,7 @@ func (e *engine) report() *Report {
 		Seed:        e.sc.Seed,
 		Days:        e.sc.DurationDays,
 		StepSeconds: e.step,
+		EventDriven: e.sc.EventDriven,
 		Policy:      e.opt.Policy.Name(),
 		Scheduler:   e.opt.Scheduler.Name(),
 		Fetcher:     e.opt.Fetcher.Name(),
@@ -242,7 +244,11 @@ func (r *Report) WriteJSON(w io.Writer) error {
 // WriteText writes the report as readable tables.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "scenario %s: %g days, step %g s, seed %d\n", r.Scenario, r.Days, r.StepSeconds, r.Seed)
+	clock := fmt.Sprintf("step %g s", r.StepSeconds)
+	if r.EventDriven {
+		clock = fmt.Sprintf("event-driven, steps of at most %g s", r.StepSeconds)
+	}
+	fmt.Fprintf(&b, "scenario %s: %g days, %s, seed %d\n", r.Scenario, r.Days, clock, r.Seed)
 	fmt.Fprintf(&b, "policy %s, scheduler %s, fetch %s, accounting %s\n\n", r.Policy, r.Scheduler, r.Fetcher, r.Accounter)
 	m := r.Metrics
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)

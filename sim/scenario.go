@@ -25,7 +25,12 @@ type Scenario struct {
 	DurationDays float64 `toml:"duration_days"`
 	// StepSeconds is the simulated clock's step (default 60).
 	StepSeconds float64 `toml:"step_seconds"`
-	Seed        uint64  `toml:"seed"`
+	// EventDriven ends a step early at the first event inside it (a job
+	// completing, the host going on or off, a reply arriving, a project
+	// attaching), so the client reacts at once; StepSeconds is then the
+	// longest step.
+	EventDriven bool   `toml:"event_driven"`
+	Seed        uint64 `toml:"seed"`
 	// RPCDelaySeconds is how long a scheduler RPC takes: the reply and its
 	// jobs arrive that much after the request (default 0: within the step).
 	RPCDelaySeconds float64 `toml:"rpc_delay_seconds"`

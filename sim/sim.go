@@ -237,6 +237,9 @@ func (e *engine) attach() {
 // client's decisions at the step's end.
 func (e *engine) tick() {
 	dt := math.Min(e.step, e.end-e.t)
+	if e.sc.EventDriven {
+		dt = e.nextEvent(dt)
+	}
 	onSecs := e.avail.advance(e.t, dt)
 	e.on = e.avail.on
 	e.compute(dt, onSecs)
@@ -266,6 +269,41 @@ func (e *engine) tick() {
 	}
 }
 
+// minEventStep keeps event-driven steps from shrinking to nothing.
+const minEventStep = 1e-3
+
+// nextEvent shortens a step to end at the first event inside it: a
+// running job completing, the host going on or off, a scheduler reply
+// arriving, a project attaching. The client then decides at that very
+// moment instead of at the next step boundary.
+func (e *engine) nextEvent(dt float64) float64 {
+	// Events at this very moment were handled by the previous tick.
+	soon := func(at float64) {
+		if x := at - e.t; x > minEventStep {
+			dt = math.Min(dt, x)
+		}
+	}
+	if !e.avail.always {
+		soon(e.avail.until)
+	}
+	if e.avail.on {
+		for i := range e.jobs {
+			if j := &e.jobs[i]; j.running {
+				dt = math.Min(dt, j.left/j.rate)
+			}
+		}
+	}
+	if e.pending != nil {
+		soon(e.pending.arrive)
+	}
+	for i := range e.projs {
+		if p := &e.projs[i]; p.core < 0 {
+			soon(p.spec.AttachAtDays * 86400)
+		}
+	}
+	return math.Max(dt, math.Min(minEventStep, e.end-e.t))
+}
+
 // compute runs the executing jobs for onSecs of the step, finishes those
 // that are done and books processing.
 func (e *engine) compute(dt, onSecs float64) {
@@ -283,7 +321,9 @@ func (e *engine) compute(dt, onSecs float64) {
 		done := false
 		if j.running && onSecs > 0 {
 			secs := onSecs
-			if j.rate*secs >= j.left {
+			// The tolerance absorbs rounding when an event-driven step
+			// ends exactly at the completion.
+			if j.rate*secs >= j.left*(1-1e-12) {
 				secs = j.left / j.rate
 				done = true
 			}

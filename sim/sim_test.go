@@ -252,3 +252,36 @@ func BenchmarkSimulate100Days(b *testing.B) {
 		}
 	}
 }
+
+// Event-driven stepping reacts to completions at once: with short jobs
+// on an always-on host, the CPUs idle less than with 60 s steps, and the
+// metrics stay sane.
+func TestEventDriven(t *testing.T) {
+	text := strings.Replace(goodScenario, "availability = { on_mean_s = 1000, off_mean_s = 250 }", "", 1)
+	text = strings.Replace(text, "flops_mean = 1e12", "flops_mean = 9e10", 1) // 90 s jobs
+	idle := map[bool]float64{}
+	for _, ev := range []bool{false, true} {
+		sc, err := ParseScenario("s.toml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.EventDriven = ev
+		rep, err := Run(context.Background(), sc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle[ev] = rep.Metrics.IdleFraction
+		if rep.Metrics.JobsMissed != 0 {
+			t.Errorf("event driven %v: %d jobs missed", ev, rep.Metrics.JobsMissed)
+		}
+	}
+	// 90 s jobs in 60 s steps: a CPU idles for the rest of the step in
+	// which its job ends, about a third of the time.
+	if idle[false] < 0.1 {
+		t.Errorf("stepped idle fraction %.3f, want the step's rounding visible (> 0.1)", idle[false])
+	}
+	if idle[true] > 0.01 {
+		t.Errorf("event-driven idle fraction %.3f, want < 0.01", idle[true])
+	}
+	t.Logf("idle fraction: stepped %.3f, event-driven %.3f", idle[false], idle[true])
+}

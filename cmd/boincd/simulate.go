@@ -31,13 +31,14 @@ format and formulas: sim/README.md; examples in sim/scenarios/.
 	var (
 		seed                   uint64
 		days                   float64
-		asJSON                 bool
+		asJSON, eventDriven    bool
 		timelineHours          float64
 		policy, sched, fetcher string
 	)
 	fs.Uint64Var(&seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.Float64Var(&days, "days", 0, "simulated days (default: the scenario's duration_days)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&eventDriven, "event_driven", false, "end a step early at each event (job done, host on/off, reply), as event_driven = true does")
 	fs.Float64Var(&timelineHours, "timeline", 0, "with --json: add per-project processing in buckets of this many hours")
 	fs.StringVar(&policy, "policy", "debt", "project priority policy: debt")
 	fs.StringVar(&sched, "sched", "core", "CPU/GPU scheduler: core")
@@ -86,6 +87,9 @@ format and formulas: sim/README.md; examples in sim/scenarios/.
 	}
 	if set["days"] {
 		sc.DurationDays = days
+	}
+	if eventDriven {
+		sc.EventDriven = true
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
