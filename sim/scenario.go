@@ -350,7 +350,16 @@ func (sc *Scenario) Validate() error {
 
 func (sc *Scenario) checkApp(pr *ProjectSpec, j int, bad func(string, int, string, ...any) error, finite func(float64) bool) error {
 	a := &pr.Apps[j]
+	// Point at app j's own line: the (j+1)th "resource =" after "apps".
 	ln := sc.lineOf("apps", pr.line)
+	for k := 0; k <= j; k++ {
+		if next := sc.lineOf("resource", ln); next > 0 {
+			if k < j {
+				next++
+			}
+			ln = next
+		}
+	}
 	r, ok := workfetch.RscByName(a.Resource)
 	if !ok {
 		return bad("resource", ln, "project %q: apps[%d].resource = %q: want CPU, NVIDIA, ATI or intel_gpu", pr.Name, j, a.Resource)

@@ -72,6 +72,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"no apps", strings.Replace(goodScenario, `apps = [{ resource = "CPU", flops_mean = 1e12 }]`, "", 1), `project "P" has no apps`},
 		{"attach", strings.Replace(goodScenario, "share = 100", "share = 100\nattach_at_days = 5", 1), `s.toml:11: project "P": attach_at_days = 5`},
 		{"outage", strings.Replace(goodScenario, "share = 100", "share = 100\noutages = [{from_days = 2, to_days = 1}]", 1), `project "P": outages[0] = {from_days = 2, to_days = 1}`},
+		{"second app", strings.Replace(goodScenario, `apps = [{ resource = "CPU", flops_mean = 1e12 }]`, "apps = [\n  { resource = \"CPU\", flops_mean = 1e12 },\n  { resource = \"CPU\", flops_mean = -1 },\n]", 1), `s.toml:13: project "P": apps[1].flops_mean = -1`},
 		{"cpu app with gpus", strings.Replace(goodScenario, "flops_mean = 1e12", "flops_mean = 1e12, ngpus = 1", 1), "a CPU app uses no GPU"},
 	}
 	for _, tc := range tests {
