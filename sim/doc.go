@@ -32,7 +32,9 @@
 //     resource asked for, jobs of its apps for that resource (chosen at
 //     random) until the request's seconds and instances are covered,
 //     each job's duration judged as the server does (estimated FLOPs /
-//     speed / availability); then workfetch.HandleReply sets the
+//     speed / availability) and, with deadline_check, only jobs that can
+//     finish within the latency bound after the estimated delay (BCE's
+//     plain screen); then workfetch.HandleReply sets the
 //     per-resource backoffs. A server that is down makes the RPC fail
 //     and the project back off (boinc.ExponentialBackoff, 1 min to 4 h).
 //     A reply within the step is scheduled at once.

@@ -92,8 +92,12 @@ type ProjectSpec struct {
 	// AttachAtDays: the host attaches to the project this far into the run.
 	AttachAtDays float64 `toml:"attach_at_days"`
 	// DontUseDCF is the server's <dont_use_dcf/>: the client keeps DCF at 1.
-	DontUseDCF bool      `toml:"dont_use_dcf"`
-	Apps       []AppSpec `toml:"apps"`
+	DontUseDCF bool `toml:"dont_use_dcf"`
+	// DeadlineCheck makes the server send a job only if the client could
+	// start it (after the request's estimated delay) and finish it within
+	// the latency bound, as BOINC servers do; off, it sends blindly.
+	DeadlineCheck bool      `toml:"deadline_check"`
+	Apps          []AppSpec `toml:"apps"`
 	// Outages are intervals when the server refuses RPCs.
 	Outages []OutageSpec `toml:"outages"`
 
@@ -333,6 +337,9 @@ func (sc *Scenario) Validate() error {
 		}
 		if len(pr.Apps) == 0 {
 			return bad("apps", ln, "project %q has no apps: want at least one", pr.Name)
+		}
+		if len(pr.Apps) > 64 {
+			return bad("apps", ln, "project %q has %d apps: want at most 64", pr.Name, len(pr.Apps))
 		}
 		for j := range pr.Apps {
 			if err := sc.checkApp(pr, j, bad, finite); err != nil {

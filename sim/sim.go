@@ -86,6 +86,7 @@ type simProject struct {
 type pendingReply struct {
 	proj   int // e.projs index
 	req    workfetch.Request
+	busy   [workfetch.NumRsc]float64 // the simulation's BusyTime at request time
 	arrive float64
 }
 
@@ -529,6 +530,9 @@ func (e *engine) fetch() bool {
 		return true
 	}
 	e.pending = &pendingReply{proj: si, req: req, arrive: e.t + e.sc.RPCDelaySeconds}
+	for r := range workfetch.NumRsc {
+		e.pending.busy[r] = e.res.Rsc[r].BusyTime
+	}
 	return true
 }
 
@@ -556,22 +560,39 @@ func (e *engine) deliver() {
 		if secs <= 0 && inst <= 0 {
 			continue
 		}
+		// delay is the server's estimate of when a new job would start
+		// (the request's <estimated_delay>), for the deadline check.
+		delay, skip := pr.busy[r], uint64(0)
 		for (secs > 0 || inst > 0) && got[r] < maxJobsPerRPC {
-			a := e.pickApp(p, workfetch.Rsc(r))
+			a := e.pickApp(p, workfetch.Rsc(r), skip)
 			if a < 0 {
 				break
 			}
-			j := e.makeJob(pr.proj, a)
-			got[r]++
+			app := &p.spec.Apps[a]
+			rate := e.appRate(app)
 			// The server's view of the job's duration (BCE
 			// decrement_request): estimate over speed and availability.
 			avail := e.host.CPUAvail
-			if j.rsc.IsGPU() {
+			if app.rsc.IsGPU() {
 				avail = e.host.GPUAvail
 			}
-			est := j.estFlops / j.rate / avail
-			secs -= est * j.usage()
-			inst -= j.usage()
+			estFlops := app.FlopsMean / app.EstimateFactor
+			if p.spec.DeadlineCheck && delay+estFlops/rate > app.LatencyBoundDays*86400 {
+				// It would miss its deadline: no more of this app in
+				// this reply (BCE marks the app version dont_use).
+				skip |= 1 << uint(a)
+				continue
+			}
+			e.makeJob(pr.proj, a)
+			got[r]++
+			est := estFlops / rate / avail
+			usage := app.NCPUs
+			if app.rsc.IsGPU() {
+				usage = app.NGPUs
+			}
+			secs -= est * usage
+			inst -= usage
+			delay += est * usage / e.host.Instances[r]
 		}
 		p.gotRsc[r] += got[r]
 	}
@@ -590,8 +611,8 @@ func (e *engine) deliver() {
 }
 
 // pickApp chooses, uniformly at random, one of the project's apps for r
-// that has jobs now; -1 if none.
-func (e *engine) pickApp(p *simProject, r workfetch.Rsc) int {
+// that has jobs now and is not in skip (bit i: app i); -1 if none.
+func (e *engine) pickApp(p *simProject, r workfetch.Rsc, skip uint64) int {
 	day := e.t / 86400
 	n, pick := 0, -1
 	for i := range p.spec.Apps {
@@ -599,7 +620,7 @@ func (e *engine) pickApp(p *simProject, r workfetch.Rsc) int {
 		if a.rsc != r || day < a.AvailableFromDays || (a.AvailableToDays > 0 && day >= a.AvailableToDays) {
 			continue
 		}
-		if a.MaxJobs > 0 && p.sent[i] >= a.MaxJobs {
+		if (a.MaxJobs > 0 && p.sent[i] >= a.MaxJobs) || skip&(1<<uint(i)) != 0 {
 			continue
 		}
 		// Reservoir sampling: one pass, uniform choice.
@@ -611,7 +632,15 @@ func (e *engine) pickApp(p *simProject, r workfetch.Rsc) int {
 	return pick
 }
 
-func (e *engine) makeJob(pi, ai int) *simJob {
+// appRate is the FLOPS a job of the app computes at while running.
+func (e *engine) appRate(a *AppSpec) float64 {
+	if a.rsc.IsGPU() {
+		return e.flops * a.NGPUs * e.host.RelSpeed[a.rsc]
+	}
+	return e.flops * a.NCPUs
+}
+
+func (e *engine) makeJob(pi, ai int) {
 	p := &e.projs[pi]
 	a := &p.spec.Apps[ai]
 	p.sent[ai]++
@@ -621,10 +650,7 @@ func (e *engine) makeJob(pi, ai int) *simJob {
 	if a.FlopsStddev > 0 {
 		size = math.Max(a.FlopsMean*0.01, a.FlopsMean+a.FlopsStddev*p.rng.NormFloat64())
 	}
-	rate := e.flops * a.NCPUs
-	if a.rsc.IsGPU() {
-		rate = e.flops * a.NGPUs * e.host.RelSpeed[a.rsc]
-	}
+	rate := e.appRate(a)
 	e.seq++
 	e.jobs = append(e.jobs, simJob{
 		core:     p.core,
@@ -641,5 +667,4 @@ func (e *engine) makeJob(pi, ai int) *simJob {
 		seq:      e.seq,
 		lastMiss: -1,
 	})
-	return &e.jobs[len(e.jobs)-1]
 }

@@ -286,3 +286,30 @@ func TestEventDriven(t *testing.T) {
 	}
 	t.Logf("idle fraction: stepped %.3f, event-driven %.3f", idle[false], idle[true])
 }
+
+// A server that checks deadlines sends no job that cannot make its
+// deadline; one that does not sends them, and they are wasted.
+func TestServerDeadlineCheck(t *testing.T) {
+	text := strings.Replace(goodScenario, "share = 100", "share = 100\nlatency_bound_days = 1", 1)
+	text = strings.Replace(text, "duration_days = 2", "duration_days = 6", 1)
+	text = strings.Replace(text, "availability = { on_mean_s = 1000, off_mean_s = 250 }", "", 1)
+	text = strings.Replace(text, "flops_mean = 1e12", "flops_mean = 1.728e14", 1) // 2 days on a CPU
+	for _, check := range []bool{false, true} {
+		sc, err := ParseScenario("s.toml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc.Projects[0].DeadlineCheck = check
+		rep, err := Run(context.Background(), sc, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := rep.Metrics
+		if check && (m.Jobs != 0 || rep.Projects[0].Rsc[0].MaxBackoff == 0) {
+			t.Errorf("checking server: %d jobs sent, max backoff %g; want none sent and the CPU backed off", m.Jobs, rep.Projects[0].Rsc[0].MaxBackoff)
+		}
+		if !check && (m.JobsMissed == 0 || m.WastedFraction < 0.3) {
+			t.Errorf("blind server: %d missed, wasted fraction %.3f; want the 2-day jobs to miss 1-day deadlines", m.JobsMissed, m.WastedFraction)
+		}
+	}
+}
