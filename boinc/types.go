@@ -50,12 +50,6 @@ type Project struct {
 	// like an RPC failure so a broken app cannot cause a fetch-fail storm.
 	TaskFailures     int       `json:"task_failures,omitempty"`
 	TaskBackoffUntil time.Time `json:"task_backoff_until,omitempty"`
-	// WorkFetchBackoff counts consecutive requests for CPU work that got
-	// none; WorkFetchBackoffUntil holds off the next such request
-	// (600 s doubling to 1 day). Cleared when a job arrives or the user
-	// asks for an update.
-	WorkFetchBackoff      int       `json:"work_fetch_backoff,omitempty"`
-	WorkFetchBackoffUntil time.Time `json:"work_fetch_backoff_until,omitempty"`
 }
 
 // Dir is the project's directory name under projects/.

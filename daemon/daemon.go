@@ -28,6 +28,7 @@ import (
 	"github.com/boincd/boincd/rpcclient"
 	"github.com/boincd/boincd/statefile"
 	"github.com/boincd/boincd/taskrunner"
+	"github.com/boincd/boincd/workfetch"
 )
 
 // StateFileName is the bbolt file inside the data directory.
@@ -122,7 +123,9 @@ type Daemon struct {
 	active map[string]*activeTask   // result key
 
 	nextFetchCheck time.Time
-	fetchReasons   map[string]string // project → last logged "not fetching" reason
+	core           *core
+	sched          map[string]*workfetch.ProjectState // per project: debts, backoffs, DCF
+	lastPoll       time.Time
 	flushFailing   bool
 	startTime      time.Time
 	stats          Stats
@@ -151,16 +154,17 @@ func New(opt Options) (*Daemon, error) {
 	opt.DataDir = abs
 	opt.setDefaults()
 	return &Daemon{
-		opt:          opt,
-		log:          opt.Logger.With(slog.String("component", "client")),
-		rand:         rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
-		events:       make(chan any, 64),
-		taskEvents:   make(chan taskrunner.Event, 16),
-		queries:      make(chan func()),
-		reloadCh:     make(chan struct{}, 1),
-		xfers:        map[string]*xferInFlight{},
-		active:       map[string]*activeTask{},
-		fetchReasons: map[string]string{},
+		opt:        opt,
+		log:        opt.Logger.With(slog.String("component", "client")),
+		rand:       rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
+		events:     make(chan any, 64),
+		taskEvents: make(chan taskrunner.Event, 16),
+		queries:    make(chan func()),
+		reloadCh:   make(chan struct{}, 1),
+		xfers:      map[string]*xferInFlight{},
+		active:     map[string]*activeTask{},
+		core:       newCore(),
+		sched:      map[string]*workfetch.ProjectState{},
 	}, nil
 }
 
@@ -198,6 +202,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	d.st = stateFromSnapshot(snap)
+	d.loadSchedStates(snap.Meta)
 
 	cfg := d.opt.Config
 	if cfg == nil {
@@ -389,7 +394,7 @@ func (d *Daemon) idle() bool {
 		if p.MasterFetchPending || p.SchedRPCPending != boinc.RPCNone {
 			return false
 		}
-		if !p.NoNewTasks && !p.Suspended && !p.DetachPending && p.WorkFetchBackoffUntil.IsZero() {
+		if !p.NoNewTasks && !p.Suspended && !p.DetachPending && !p.Ended && !d.fetchBackedOff(p, time.Now()) {
 			return false
 		}
 	}

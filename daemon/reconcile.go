@@ -137,7 +137,8 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 	deleteProjectKeys(d.st.versions, url)
 	deleteProjectKeys(d.st.apps, url)
 	delete(d.st.projects, url)
-	delete(d.fetchReasons, url)
+	delete(d.sched, url)
+	d.batch.DeleteMeta(schedMetaKey(url))
 	d.batch.DeleteProjectAll(url)
 	if !d.flush() {
 		return

@@ -13,6 +13,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/rpcclient"
+	"github.com/boincd/boincd/workfetch"
 )
 
 type rpcInFlight struct {
@@ -28,12 +29,12 @@ type masterDone struct {
 }
 
 type rpcDone struct {
-	project   string
-	reason    boinc.RPCReason
-	reply     *rpcclient.SchedulerReply
-	err       error
-	reported  []string // result keys sent in the request
-	askedSecs float64
+	project  string
+	reason   boinc.RPCReason
+	reply    *rpcclient.SchedulerReply
+	err      error
+	reported []string // result keys sent in the request
+	req      workfetch.Request
 }
 
 // Reporting rules (SCHEDULING.md §4.4).
@@ -64,19 +65,19 @@ func (d *Daemon) maybeRPC(now time.Time) {
 		// A user's request skips the backoff once; if it failed, it waits
 		// like any other retry instead of looping.
 		if (p.SchedRPCPending == boinc.RPCUserReq && p.RPCFailures == 0) || !now.Before(p.MinRPCTime) {
-			d.startSchedulerRPC(p, p.SchedRPCPending, now)
+			d.startSchedulerRPC(p, p.SchedRPCPending, d.piggybackRequest(p, now), now)
 			return
 		}
 	}
 	for _, p := range projects {
 		if len(p.SchedulerURLs) > 0 && !p.NextRPCTime.IsZero() && !now.Before(p.NextRPCTime) && !now.Before(p.MinRPCTime) && !p.Suspended {
-			d.startSchedulerRPC(p, boinc.RPCProjectReq, now)
+			d.startSchedulerRPC(p, boinc.RPCProjectReq, d.piggybackRequest(p, now), now)
 			return
 		}
 	}
 	for _, p := range projects {
 		if len(p.SchedulerURLs) > 0 && !now.Before(p.MinRPCTime) && (!p.Suspended || p.DetachPending) && d.resultsDue(p, now) {
-			d.startSchedulerRPC(p, boinc.RPCResultsDue, now)
+			d.startSchedulerRPC(p, boinc.RPCResultsDue, d.piggybackRequest(p, now), now)
 			return
 		}
 	}
@@ -84,8 +85,9 @@ func (d *Daemon) maybeRPC(now time.Time) {
 		return
 	}
 	d.nextFetchCheck = now.Add(d.opt.WorkFetchInterval)
-	if p := d.chooseWorkProject(now); p != nil {
-		d.startSchedulerRPC(p, boinc.RPCNeedWork, now)
+	if p, req := d.chooseWork(now); p != nil {
+		d.projectLog(p).Info("requesting work", slog.String("why", req.Reason))
+		d.startSchedulerRPC(p, boinc.RPCNeedWork, req, now)
 	}
 }
 
@@ -119,138 +121,9 @@ func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 	return due || n >= reportIfAtLeastN
 }
 
-// estimateRemaining is the expected seconds left for a task: the static
-// estimate from FLOPs, blended towards the dynamic one (elapsed/fraction)
-// as the task progresses.
-func (d *Daemon) estimateRemaining(r *boinc.Result) float64 {
-	est := d.estimateDuration(r)
-	f := r.FractionDone
-	if f <= 0 || r.ElapsedTime <= 0 {
-		return math.Max(est-r.ElapsedTime, 0)
-	}
-	if f >= 1 {
-		return 0
-	}
-	dynamic := r.ElapsedTime/f - r.ElapsedTime
-	static := math.Max(est*(1-f), 0)
-	return f*dynamic + (1-f)*static
-}
-
-func (d *Daemon) estimateDuration(r *boinc.Result) float64 {
-	wu, v := d.st.wuOf(r), d.st.versionOf(r)
-	if wu == nil {
-		return 3600
-	}
-	flops := 0.0
-	if v != nil {
-		flops = v.Flops
-		if flops <= 0 {
-			flops = d.host.PFpops * math.Max(v.AvgNCPUs, 1)
-		}
-	}
-	if flops <= 0 {
-		flops = 1e9
-	}
-	return wu.RscFpopsEst / flops
-}
-
 func (d *Daemon) resultNCPUs(r *boinc.Result) float64 {
-	if v := d.st.versionOf(r); v != nil && v.AvgNCPUs > 0 {
-		return v.AvgNCPUs
-	}
-	return 1
-}
-
-// cpuWorkRequest is the host-wide CPU shortfall.
-func (d *Daemon) cpuWorkRequest(now time.Time) (secs, instances float64) {
-	var jobs []queuedJob
-	for _, r := range d.st.results {
-		if !r.Phase.Unfinished() {
-			continue
-		}
-		ok, _ := d.runnable(r, now)
-		jobs = append(jobs, queuedJob{
-			RemainingSecs: d.estimateRemaining(r),
-			NCPUs:         d.resultNCPUs(r),
-			Runnable:      ok || r.Phase == boinc.PhaseNew || r.Phase == boinc.PhaseDownloading,
-		})
-	}
-	w := summarizeQueue(jobs, d.usableCPUs())
-	return workRequest(w, d.usableCPUs(), d.prefs.WorkBufMinDays, d.prefs.WorkBufAdditionalDays)
-}
-
-// canFetch says whether we may ask p for CPU work now, and if not why.
-func (d *Daemon) canFetch(p *boinc.Project, now time.Time) (bool, string) {
-	switch {
-	case p.Suspended:
-		return false, "project is suspended"
-	case p.DetachPending:
-		return false, "project is being detached"
-	case p.NoNewTasks:
-		return false, "no new tasks (set by the volunteer)"
-	case p.Ended:
-		return false, "project has ended"
-	case len(p.SchedulerURLs) == 0:
-		return false, "scheduler URL not known yet"
-	case now.Before(p.MinRPCTime):
-		return false, "scheduler backoff until " + p.MinRPCTime.Format(time.RFC3339)
-	case now.Before(p.TaskBackoffUntil):
-		return false, "recent tasks failed; backoff until " + p.TaskBackoffUntil.Format(time.RFC3339)
-	case now.Before(p.WorkFetchBackoffUntil):
-		return false, "no work at the last request; backoff until " + p.WorkFetchBackoffUntil.Format(time.RFC3339)
-	}
-	for _, rsc := range p.NoRscApps {
-		if rsc == "CPU" {
-			return false, "project has no CPU apps for this host"
-		}
-	}
-	return true, ""
-}
-
-// chooseWorkProject picks the project to ask for work, or nil. Among the
-// projects we may ask, the one with the least queued work per unit of
-// resource share goes first, so shares are honoured over time.
-func (d *Daemon) chooseWorkProject(now time.Time) *boinc.Project {
-	secs, _ := d.cpuWorkRequest(now)
-	var best *boinc.Project
-	bestLoad := math.Inf(1)
-	for _, p := range d.st.sortedProjects() {
-		if secs == 0 {
-			d.noteFetch(p, "work buffer is full")
-			continue
-		}
-		ok, why := d.canFetch(p, now)
-		if !ok {
-			d.noteFetch(p, why)
-			continue
-		}
-		queued := 0.0
-		for _, r := range d.st.results {
-			if r.ProjectURL == p.MasterURL && r.Phase.Unfinished() {
-				queued += d.estimateRemaining(r) * d.resultNCPUs(r)
-			}
-		}
-		load := queued / math.Max(p.ResourceShare, 1e-6)
-		if load < bestLoad {
-			best, bestLoad = p, load
-		}
-	}
-	if best != nil {
-		d.noteFetch(best, "")
-	}
-	return best
-}
-
-// noteFetch logs why a project is not asked for work, once per change of
-// reason, so "why isn't it fetching?" always has an answer in the log.
-func (d *Daemon) noteFetch(p *boinc.Project, reason string) {
-	if d.fetchReasons[p.MasterURL] == reason {
-		return
-	}
-	d.fetchReasons[p.MasterURL] = reason
-	if reason != "" {
-		d.projectLog(p).Info("not requesting work", slog.String("reason", reason))
-	}
+	_, n, _ := d.resultRsc(r)
+	return n
 }
 
 func (d *Daemon) startMasterFetch(p *boinc.Project) {
@@ -305,13 +178,12 @@ func (d *Daemon) handleMasterDone(ev masterDone, now time.Time) {
 	d.batch.PutProject(p)
 }
 
-func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, now time.Time) {
+func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, work workfetch.Request, now time.Time) {
 	log := d.projectLog(p)
-	var secs, inst float64
-	if ok, _ := d.canFetch(p, now); ok || reason == boinc.RPCUserReq && !p.NoNewTasks && !p.DetachPending && !p.Suspended {
-		secs, inst = d.cpuWorkRequest(now)
+	if p.NoNewTasks || p.DetachPending || p.Suspended {
+		work = workfetch.Request{Project: -1}
 	}
-	req, reported := d.buildRequest(p, secs, inst, now)
+	req, reported := d.buildRequest(p, work, now)
 	var buf bytes.Buffer
 	if _, err := req.WriteTo(&buf); err != nil {
 		log.Error("cannot build scheduler request", slog.Any("err", err))
@@ -326,14 +198,14 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, now
 	d.rpc = &rpcInFlight{project: p.MasterURL, cancel: cancel}
 	d.stats.RPCs++
 	log.Info("sending scheduler request", slog.String("reason", reason.String()),
-		slog.Float64("cpu_req_secs", math.Round(secs)), slog.Int("reporting", len(reported)))
+		slog.Float64("cpu_req_secs", math.Round(work.Secs[workfetch.CPU])), slog.Int("reporting", len(reported)))
 	body := buf.Bytes()
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
 		reply, _, err := d.http.SchedulerRPC(ctx, url, body)
-		d.send(rpcDone{project: p.MasterURL, reason: reason, reply: reply, err: err, reported: reported, askedSecs: secs})
+		d.send(rpcDone{project: p.MasterURL, reason: reason, reply: reply, err: err, reported: reported, req: work})
 	}()
 }
 
@@ -350,7 +222,8 @@ func (d *Daemon) shareFraction(p *boinc.Project) float64 {
 	return p.ResourceShare / total
 }
 
-func (d *Daemon) buildRequest(p *boinc.Project, secs, inst float64, now time.Time) (*rpcclient.SchedulerRequest, []string) {
+func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time.Time) (*rpcclient.SchedulerRequest, []string) {
+	secs, inst := work.Secs[workfetch.CPU], work.Instances[workfetch.CPU]
 	frac := d.shareFraction(p)
 	req := &rpcclient.SchedulerRequest{
 		Authenticator:         p.Authenticator,
@@ -358,9 +231,9 @@ func (d *Daemon) buildRequest(p *boinc.Project, secs, inst float64, now time.Tim
 		ResourceShareFraction: frac,
 		RRSFraction:           frac,
 		PRRSFraction:          frac,
-		DCF:                   1,
+		DCF:                   d.schedState(p.MasterURL).DCF,
 		DontSendWork:          p.NoNewTasks || p.DetachPending,
-		WorkReqSeconds:        secs,
+		WorkReqSeconds:        work.WorkReqSeconds(),
 		CPUReqSecs:            secs,
 		CPUReqInstances:       inst,
 		Platform:              boinc.PlatformName,
@@ -373,8 +246,7 @@ func (d *Daemon) buildRequest(p *boinc.Project, secs, inst float64, now time.Tim
 		req.RPCSeqno = p.RPCSeqno
 	}
 	if secs > 0 {
-		w := d.queueSummary(now)
-		req.EstimatedDelay = w.BusySecs
+		req.EstimatedDelay = d.core.sim.Rsc[workfetch.CPU].BusyTime
 	}
 	start := float64(d.startTime.UnixNano()) / 1e9
 	up := now.Sub(d.startTime).Seconds()
@@ -427,17 +299,6 @@ func (d *Daemon) buildRequest(p *boinc.Project, secs, inst float64, now time.Tim
 	return req, reported
 }
 
-func (d *Daemon) queueSummary(now time.Time) cpuWork {
-	var jobs []queuedJob
-	for _, r := range d.st.results {
-		if r.Phase.Unfinished() {
-			ok, _ := d.runnable(r, now)
-			jobs = append(jobs, queuedJob{RemainingSecs: d.estimateRemaining(r), NCPUs: d.resultNCPUs(r), Runnable: ok})
-		}
-	}
-	return summarizeQueue(jobs, d.usableCPUs())
-}
-
 func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	d.rpc = nil
 	p := d.st.projects[ev.project]
@@ -482,7 +343,8 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 		return
 	}
 	d.applyProjectInfo(p, rep)
-	newResults := d.applyWork(p, rep, now)
+	newResults, got := d.applyWork(p, rep, now)
+	d.handleWorkReply(p, ev.req, got, ev.reason == boinc.RPCUserReq, now)
 
 	acked := map[string]bool{}
 	for _, name := range rep.ResultAcks {
@@ -521,19 +383,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	} else if !p.NextRPCTime.IsZero() && !now.Before(p.NextRPCTime) {
 		p.NextRPCTime = time.Time{}
 	}
-	switch {
-	case newResults > 0:
-		p.WorkFetchBackoff, p.WorkFetchBackoffUntil = 0, time.Time{}
-		log.Info("scheduler request completed", slog.Int("new_tasks", newResults), slog.Int("acked", len(rep.ResultAcks)))
-	case ev.askedSecs > 0:
-		delay := boinc.ExponentialBackoff(p.WorkFetchBackoff, d.opt.FetchBackoffMin, 24*time.Hour, d.uniform())
-		p.WorkFetchBackoff++
-		p.WorkFetchBackoffUntil = now.Add(delay)
-		log.Info("scheduler request completed: no work sent", slog.Int("acked", len(rep.ResultAcks)),
-			slog.Duration("work_fetch_backoff", delay.Round(time.Second)))
-	default:
-		log.Info("scheduler request completed", slog.Int("acked", len(rep.ResultAcks)))
-	}
+	log.Info("scheduler request completed", slog.Int("new_tasks", newResults), slog.Int("acked", len(rep.ResultAcks)))
 	d.batch.PutProject(p)
 }
 
@@ -591,7 +441,8 @@ func (d *Daemon) applyProjectInfo(p *boinc.Project, rep *rpcclient.SchedulerRepl
 
 // applyWork merges apps, files, versions, workunits and results from a
 // reply; it returns how many new results were added.
-func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now time.Time) int {
+func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now time.Time) (int, [workfetch.NumRsc]int) {
+	var got [workfetch.NumRsc]int
 	url := p.MasterURL
 	for i := range rep.Apps {
 		a := rep.Apps[i]
@@ -669,8 +520,10 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		d.st.results[r.Key()] = &r
 		d.batch.PutResult(&r)
 		added++
+		rsc, _, _ := d.resultRsc(&r)
+		got[rsc]++
 	}
-	return added
+	return added, got
 }
 
 // ackResult forgets a result the server acknowledged, with its workunit

@@ -9,18 +9,25 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/taskrunner"
+	"github.com/boincd/boincd/workfetch"
 )
 
 // activeTask is a task with a live process.
 type activeTask struct {
-	started     time.Time // wall time of this run's start
-	baseElapsed float64   // elapsed seconds before this run
-	suspended   bool
-	suspendedAt time.Time
-	pausedSecs  float64
-	aborting    bool
-	abortStatus int
-	abortMsg    string
+	started     time.Time // wall time of this process's start
+	baseElapsed float64   // elapsed seconds before this process
+	// runStart is when the task last got its CPU (start or resume): the
+	// time slice counts from here.
+	runStart       time.Time
+	lastCheckpoint time.Time
+	ranEDF         bool // started as a deadline-miss (EDF) task
+	quitting       bool // asked to quit for preemption; restarts later
+	suspended      bool
+	suspendedAt    time.Time
+	pausedSecs     float64
+	aborting       bool
+	abortStatus    int
+	abortMsg       string
 }
 
 func (a *activeTask) elapsed(now time.Time) float64 {
@@ -94,54 +101,6 @@ func (d *Daemon) runnable(r *boinc.Result, now time.Time) (bool, string) {
 	return true, ""
 }
 
-// schedule enforces the run set: earliest deadline first over the usable
-// CPUs, without preempting tasks already running (the scheduling core of
-// the next issue replaces this policy behind the same call).
-func (d *Daemon) schedule(now time.Time) {
-	var cands []schedJob
-	for _, r := range d.st.sortedResults() {
-		ok, _ := d.runnable(r, now)
-		if !ok {
-			continue
-		}
-		v := d.st.versionOf(r)
-		if v == nil {
-			continue
-		}
-		_, running := d.active[r.Key()]
-		cands = append(cands, schedJob{Key: r.Key(), Deadline: r.ReportDeadline, NCPUs: v.AvgNCPUs, Running: running})
-	}
-	want := scheduleEDF(cands, float64(d.usableCPUs()))
-	wantSet := make(map[string]bool, len(want))
-	for _, k := range want {
-		wantSet[k] = true
-	}
-	for key, at := range d.active {
-		if at.aborting {
-			continue
-		}
-		if !wantSet[key] && !at.suspended {
-			if err := d.runner.Suspend(key); err == nil {
-				at.suspended, at.suspendedAt = true, now
-				if r := d.st.results[key]; r != nil {
-					d.taskLog(r).Info("task suspended")
-				}
-			}
-		} else if wantSet[key] && at.suspended {
-			if err := d.runner.Resume(key); err == nil {
-				at.pausedSecs += now.Sub(at.suspendedAt).Seconds()
-				at.suspended = false
-			}
-		}
-	}
-	for _, key := range want {
-		if _, ok := d.active[key]; ok {
-			continue
-		}
-		d.startTask(d.st.results[key], now)
-	}
-}
-
 func (d *Daemon) freeSlot() int {
 	used := map[int]bool{}
 	for _, r := range d.st.results {
@@ -207,7 +166,7 @@ func (d *Daemon) startTask(r *boinc.Result, now time.Time) {
 	}
 	r.Slot, r.PID = slot, pid
 	d.batch.PutResult(r)
-	d.active[r.Key()] = &activeTask{started: now, baseElapsed: r.ElapsedTime}
+	d.active[r.Key()] = &activeTask{started: now, runStart: now, baseElapsed: r.ElapsedTime}
 	d.stats.TasksStarted++
 	if resumed {
 		log.Info("task restarted", slog.Int("slot", slot), slog.Float64("from_checkpoint_cpu", r.CheckpointCPUTime))
@@ -218,6 +177,10 @@ func (d *Daemon) startTask(r *boinc.Result, now time.Time) {
 
 // pollTasks reads progress from the running tasks every second.
 func (d *Daemon) pollTasks(now time.Time) {
+	if !d.lastPoll.IsZero() {
+		d.accountUsage(now, now.Sub(d.lastPoll).Seconds())
+	}
+	d.lastPoll = now
 	for _, s := range d.runner.Poll(now) {
 		r := d.st.results[s.ResultKey]
 		at := d.active[s.ResultKey]
@@ -233,6 +196,7 @@ func (d *Daemon) pollTasks(now time.Time) {
 			r.PeakWorkingSet = s.WorkingSet
 		}
 		if s.Checkpointed {
+			at.lastCheckpoint = now
 			r.CheckpointCPUTime = s.CheckpointCPUTime
 			r.CheckpointElapsedTime = r.ElapsedTime
 			r.Restarts = 0
@@ -287,6 +251,11 @@ func (d *Daemon) handleTaskExit(ev taskrunner.Event, now time.Time) {
 			}
 		}
 		r.CompletedTime = now
+		if p := d.st.projects[r.ProjectURL]; p != nil && !p.DontUseDCF {
+			st := d.schedState(r.ProjectURL)
+			st.DCF = workfetch.UpdateDCF(st.DCF, r.FinalElapsedTime, d.estimateUncorrected(r))
+			d.saveSchedState(r.ProjectURL)
+		}
 		if err := r.SetPhase(boinc.PhaseUploading); err != nil {
 			log.Error("task finished in an unexpected state", slog.Any("err", err))
 		}
@@ -317,6 +286,9 @@ func (d *Daemon) handleTaskExit(ev taskrunner.Event, now time.Time) {
 		r.RetryAfter = now.Add(x.Delay)
 		log.Info("task asked to be restarted later", slog.Duration("delay", x.Delay), slog.String("reason", x.Message))
 	default: // restart: quit for shutdown or preemption, or premature exit
+		if at != nil && at.quitting {
+			break // preempted on purpose: not a premature exit
+		}
 		r.Restarts++
 		if r.Restarts > maxRestartsWithoutCheckpoint {
 			d.finishTask(r, x)

@@ -64,9 +64,7 @@ func (d *Daemon) view(now time.Time) View {
 		case p.Suspended:
 			pv.Status = "suspended"
 		default:
-			if ok, why := d.canFetch(p, now); !ok {
-				pv.Status = why
-			}
+			pv.Status = d.noFetchReason(p, now)
 		}
 		pv.Tasks = len(d.st.projectResults(p.MasterURL))
 		v.Projects = append(v.Projects, pv)
