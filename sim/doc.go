@@ -84,5 +84,8 @@
 // interfaces in Options; the defaults are the core's. Variants (the C++
 // client's REC, the 2007 paper's CPU scheduling and work-fetch policies)
 // plug in there and by name in PolicyByName, SchedulerByName and
-// FetcherByName, without a fork of the loop.
+// FetcherByName, without a fork of the loop. A variant that keeps its own
+// accounting implements Observer (fed each step's use); a policy whose
+// priorities are not in instance-seconds implements Charger (the
+// schedule's Input.Charge).
 package sim

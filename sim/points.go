@@ -32,6 +32,22 @@ type Accounter interface {
 	Update(now time.Time, h workfetch.Host, projects []workfetch.Project, jobs []workfetch.Job, used [][workfetch.NumRsc]float64, dt float64)
 }
 
+// Observer may be implemented by a Policy, Scheduler or Fetcher that
+// keeps its own accounting (the C++ client's REC, say): after each step
+// the loop tells it the instance-seconds each project used, right after
+// the Accounter.
+type Observer interface {
+	Observe(now time.Time, h workfetch.Host, projects []workfetch.Project, used [][workfetch.NumRsc]float64, dt float64)
+}
+
+// Charger may be implemented by a Policy whose priorities are not in
+// instance-seconds: Charge is schedule.Input.Charge, how much one
+// CPU-equivalent of use lowers a project's priority within a scheduling
+// pass (0: the schedule's default, right for debts).
+type Charger interface {
+	Charge(h workfetch.Host) float64
+}
+
 // CoreScheduler is taskrunner/schedule: EDF for tasks the simulation
 // says will miss their deadline, then round-robin by priority. It keeps
 // scratch space between calls, so one value serves one run at a time.

@@ -123,6 +123,9 @@ type engine struct {
 	runIdx []int
 	ran    []bool // per project: ran during the step
 
+	observers []Observer
+	charge    float64
+
 	// metrics
 	tTotal, tOn float64
 	rpcs, njobs int
@@ -205,6 +208,14 @@ func newEngine(sc *Scenario, opt Options) *engine {
 			e.timeline[i] = make([][workfetch.NumRsc]float64, len(e.projs))
 		}
 	}
+	for _, x := range []any{opt.Policy, opt.Scheduler, opt.Fetcher} {
+		if o, ok := x.(Observer); ok {
+			e.observers = append(e.observers, o)
+		}
+	}
+	if c, ok := opt.Policy.(Charger); ok {
+		e.charge = c.Charge(e.host)
+	}
 	e.attach()
 	return e
 }
@@ -251,6 +262,9 @@ func (e *engine) tick() {
 	}
 	e.buildJobs()
 	e.opt.Accounter.Update(e.now(), e.host, e.core, e.wjobs, e.used, dt)
+	for _, o := range e.observers {
+		o.Observe(e.now(), e.host, e.core, e.used, dt)
+	}
 	for i := range e.used {
 		e.used[i] = [workfetch.NumRsc]float64{}
 	}
@@ -471,7 +485,7 @@ func (e *engine) decide() {
 			Order:          j.seq,
 		})
 	}
-	e.in = schedule.Input{Now: now, Host: e.host, Slice: e.slice, Priority: e.prio, Shares: e.shares, Tasks: e.tasks}
+	e.in = schedule.Input{Now: now, Host: e.host, Slice: e.slice, Priority: e.prio, Shares: e.shares, Tasks: e.tasks, Charge: e.charge}
 	e.dec.Run = e.dec.Run[:0]
 	e.opt.Scheduler.Schedule(&e.in, &e.dec)
 	// Apply: runIdx[i] = assignment index for job i, or -1.

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/boincd/boincd/workfetch"
 )
 
 func TestShippedScenariosParse(t *testing.T) {
@@ -311,5 +314,50 @@ func TestServerDeadlineCheck(t *testing.T) {
 		if !check && (m.JobsMissed == 0 || m.WastedFraction < 0.3) {
 			t.Errorf("blind server: %d missed, wasted fraction %.3f; want the 2-day jobs to miss 1-day deadlines", m.JobsMissed, m.WastedFraction)
 		}
+	}
+}
+
+// recording is a policy that also observes each step's use and sets the
+// schedule's charge, as a REC-like policy would: the loop must feed it.
+type recording struct {
+	steps   int
+	used    float64
+	charged bool
+}
+
+func (r *recording) Name() string { return "recording" }
+func (r *recording) Priorities(projects []workfetch.Project, h workfetch.Host, sim *workfetch.SimResult, out []float64) []float64 {
+	out = out[:0]
+	for range projects {
+		out = append(out, 0)
+	}
+	return out
+}
+func (r *recording) Observe(now time.Time, h workfetch.Host, projects []workfetch.Project, used [][workfetch.NumRsc]float64, dt float64) {
+	r.steps++
+	for _, u := range used {
+		r.used += u[workfetch.CPU]
+	}
+}
+func (r *recording) Charge(h workfetch.Host) float64 { r.charged = true; return 1 }
+
+func TestPolicyHooks(t *testing.T) {
+	sc, err := ParseScenario("s.toml", []byte(goodScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := &recording{}
+	rep, err := Run(context.Background(), sc, Options{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Policy != "recording" || !pol.charged {
+		t.Errorf("policy %q, charged %v: want the given policy used and asked for its charge", rep.Policy, pol.charged)
+	}
+	if want := int(sc.DurationDays * 86400 / sc.StepSeconds); pol.steps != want {
+		t.Errorf("observed %d steps, want %d", pol.steps, want)
+	}
+	if got := rep.PerResource[0].InstanceSeconds; math.Abs(pol.used-got) > 1e-6*got {
+		t.Errorf("observed %g CPU instance-seconds, the report says %g", pol.used, got)
 	}
 }
