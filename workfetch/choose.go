@@ -67,8 +67,8 @@ type chooser struct {
 	sumShare [NumRsc]float64
 }
 
-func newChooser(now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int) *chooser {
-	c := &chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override}
+func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int) {
+	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override}
 	c.allZero = true
 	for i := range projects {
 		if positive(projects[i].Share) {
@@ -90,7 +90,6 @@ func newChooser(now time.Time, h *Host, p Prefs, projects []Project, sim *SimRes
 			}
 		}
 	}
-	return c
 }
 
 func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
@@ -192,8 +191,7 @@ func (c *chooser) applies(k criterion, r Rsc) bool {
 	return false
 }
 
-// candidate is whether project i qualifies for r under criterion k, and
-// if not, why (or "" when merely outranked is not the question).
+// candidate reports whether project i qualifies for r under criterion k.
 func (c *chooser) candidate(i int, r Rsc, k criterion) bool {
 	if c.rscWhy(i, r) != "" {
 		return false
@@ -351,7 +349,8 @@ func anySecs(req *Request) bool {
 // that is not in the request; the strings are constants (or the project's
 // NoFetch), so the daemon can log them without formatting cost.
 func Choose(now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, prio []float64) Decision {
-	c := newChooser(now, &h, p, projects, sim, prio, -1)
+	var c chooser
+	newChooser(&c, now, &h, p, projects, sim, prio, -1)
 	i, k, target := c.decide()
 	d := Decision{Request: Request{Project: -1}}
 	if i >= 0 {
@@ -431,7 +430,8 @@ func RequestFor(i int, now time.Time, h Host, p Prefs, projects []Project, sim *
 	if i < 0 || i >= len(projects) {
 		return Request{Project: -1, Reason: "no such project"}
 	}
-	c := newChooser(now, &h, p, projects, sim, prio, i)
+	var c chooser
+	newChooser(&c, now, &h, p, projects, sim, prio, i)
 	chosen, k, target := c.decide()
 	switch {
 	case chosen < 0:

@@ -91,7 +91,7 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		return
 	}
 	var small [64]uint8
-	runnable := small[:0]
+	var runnable []uint8
 	if len(projects) > len(small) {
 		runnable = make([]uint8, len(projects))
 	} else {
@@ -104,7 +104,7 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		}
 	}
 	var smallElig [64]bool
-	elig := smallElig[:0]
+	var elig []bool
 	if len(projects) > len(smallElig) {
 		elig = make([]bool, len(projects))
 	} else {

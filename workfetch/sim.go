@@ -66,36 +66,46 @@ func relSpeed(h *Host, r Rsc) float64 {
 	return 1
 }
 
-// sortKey orders one group's jobs by deadline, then input order.
-type sortKey struct {
-	dl  float64
-	idx int32
+// Sort keys pack a job's deadline, quantized to 1/64 s over ±68 years
+// (later ones tie), above its input index, so one group's jobs sort as
+// plain integers: EDF, then input order.
+const (
+	keyIdxBits = 26
+	keyDLBits  = 64 - keyIdxBits
+	keyDLScale = 64.0
+)
+
+func sortKey(dl float64, idx int) uint64 {
+	const half = float64(uint64(1) << (keyDLBits - 1))
+	q := dl*keyDLScale + half
+	switch {
+	case !(q > 0): // also NaN
+		q = 0
+	case q >= 2*half:
+		q = 2*half - 1
+	}
+	return uint64(q)<<keyIdxBits | uint64(idx)
 }
 
-func cmpKey(a, b sortKey) int {
-	switch {
-	case a.dl < b.dl:
-		return -1
-	case a.dl > b.dl:
-		return 1
-	}
-	return int(a.idx) - int(b.idx)
+// sjob is the simulation's state of one job.
+type sjob struct {
+	dur    float64 // wall seconds of running left (Remaining / availability)
+	full   float64 // the same at now, for the busy-time estimator
+	start  float64 // when it was last started in the simulation
+	finish float64 // when it finishes if it keeps running
+	dl     float64 // deadline − Min(), relative to now
+	usage  float64 // instances of its resource
+	ncpu   float64 // CPUs a GPU job also uses (0 for CPU jobs)
+	grp    int32   // (project, resource) group, -1 when not simulated
+	next   int32   // EDF list of its group's unfinished jobs
+	prev   int32
 }
 
 // simScratch is the simulation's working memory, kept in the SimResult so
-// a steady caller allocates nothing per pass. Per job (input index):
+// a steady caller allocates nothing per pass.
 type simScratch struct {
-	grp    []int32   // (project, resource) group, -1 when not simulated
-	dur    []float64 // wall seconds of running left (Remaining / availability)
-	full   []float64 // the same at now, for the busy-time estimator
-	start  []float64 // when it was last started in the simulation
-	finish []float64 // when it finishes if it keeps running
-	dl     []float64 // deadline − Min(), relative to now
-	usage  []float64 // instances of its resource
-	ncpu   []float64 // CPUs a GPU job also uses (0 for CPU jobs)
-	next   []int32   // EDF list of its group's not-yet-finished jobs
-	prev   []int32
-	keys   []sortKey
+	jobs []sjob // per input job
+	keys []uint64
 
 	// Per group (project × NumRsc + resource):
 	gstart  []int32 // counting-sort offsets
@@ -103,12 +113,16 @@ type simScratch struct {
 	pick    []int32 // first unfinished job not running in the simulation
 	uniform []bool  // all jobs of the group use the same instances
 
+	pused []float64 // instances handed out in the current hand-out
+	peff  []float64 // effective priority of the group's next job
+
 	// Per project:
 	tier  []int8    // 1 with a positive share, 0 for backup projects
 	sfrac []float64 // share fraction
-	pused []float64 // instances handed out in the current pick
-	peff  []float64 // effective priority in the current pick
-	ph    []int32   // heap of projects
+
+	// Per resource: the hand-out's heap of groups still holding jobs that
+	// are not running, left as the last hand-out ended so it can go on.
+	ph [NumRsc][]int32
 
 	active [NumRsc][]int32   // per resource: running jobs, a min-heap on finish
 	busy   [NumRsc][]float64 // busy-time estimator, per instance
@@ -119,6 +133,25 @@ type simScratch struct {
 	c     [NumRsc]float64 // priority drop per (instance / share fraction)
 	prio  []float64
 	nproj int
+
+	// alwaysFull disables the incremental paths (tests compare the two).
+	alwaysFull bool
+}
+
+// cmpJobs orders two job indexes by deadline, then index.
+func (s *simScratch) cmpJobs(x, y uint64) int {
+	a, b := s.jobs[x].dl, s.jobs[y].dl
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
 }
 
 func grow[T any](s []T, n int) []T {
@@ -173,9 +206,9 @@ func grow[T any](s []T, n int) []T {
 // [now, now+Total()] (after the last job, all instances are idle);
 // NIdleNow is the idle instances at now; SaturatedTime the seconds until
 // an instance first goes idle; BusyTime is BOINC's busy-time estimator
-// (every simulated job adds its duration to floor(usage) consecutive
-// instances from the least busy one; the result is the least busy
-// instance) and DeadlineMissedInstances sums the usage of jobs that miss.
+// (every simulated job adds its duration to its floor(usage) least busy
+// instances; the result is the least busy instance) and
+// DeadlineMissedInstances sums the usage of jobs that miss.
 // Per project: NRunnable and NUsed (the summed usage of its jobs; GPU
 // jobs' CPUs count toward the CPU), Queue (Remaining × usage, computing
 // instance-seconds, likewise) and DeadlinesMissed. prio may be shorter
@@ -201,15 +234,12 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	out.MissesDeadline = grow(out.MissesDeadline, J)
 	clear(out.MissesDeadline)
 
-	s.grp, s.dur, s.full = grow(s.grp, J), grow(s.dur, J), grow(s.full, J)
-	s.start, s.finish, s.dl = grow(s.start, J), grow(s.finish, J), grow(s.dl, J)
-	s.usage, s.ncpu = grow(s.usage, J), grow(s.ncpu, J)
-	s.next, s.prev = grow(s.next, J), grow(s.prev, J)
+	s.jobs = grow(s.jobs, J)
 	s.gstart = grow(s.gstart, G+1)
 	clear(s.gstart)
 	s.head, s.pick, s.uniform = grow(s.head, G), grow(s.pick, G), grow(s.uniform, G)
 	s.tier, s.sfrac = grow(s.tier, P), grow(s.sfrac, P)
-	s.pused, s.peff = grow(s.pused, P), grow(s.peff, P)
+	s.pused, s.peff = grow(s.pused, G), grow(s.peff, G)
 	s.prio, s.nproj = prio, P
 
 	for r := range NumRsc {
@@ -249,14 +279,14 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 
 	cpuRate, gpuRate := availability(h.CPUAvail), availability(h.GPUAvail)
 	for j := range jobs {
-		jb := &jobs[j]
-		s.grp[j] = -1
+		jb, sj := &jobs[j], &s.jobs[j]
+		sj.grp = -1
 		pi, r := jb.Project, jb.Rsc
 		if pi < 0 || pi >= P || r < 0 || int(r) >= NumRsc || s.n[r] == 0 {
 			continue
 		}
 		g := pi*NumRsc + int(r)
-		s.grp[j] = int32(g)
+		sj.grp = int32(g)
 		s.gstart[g+1]++
 
 		u := jb.Usage()
@@ -276,13 +306,13 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			rem = 0
 		}
 		rem = min(rem, maxSimSeconds)
-		s.usage[j], s.ncpu[j] = u, nc
-		s.dur[j] = rem / rate
-		s.full[j] = s.dur[j]
+		sj.usage, sj.ncpu = u, nc
+		sj.dur = rem / rate
+		sj.full = sj.dur
 		if jb.Deadline.IsZero() {
-			s.dl[j] = math.Inf(1)
+			sj.dl = math.Inf(1)
 		} else {
-			s.dl[j] = jb.Deadline.Sub(now).Seconds() - wbmin
+			sj.dl = jb.Deadline.Sub(now).Seconds() - wbmin
 		}
 
 		ps := &out.Projects[pi]
@@ -301,11 +331,22 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	}
 	n := int(s.gstart[G])
 	s.keys = grow(s.keys, n)
+	// Keys are packed (deadline, index) integers, or for queues too long
+	// to pack the index, bare indexes sorted by comparing the jobs.
+	packed := J <= 1<<keyIdxBits
+	idxMask := uint64(1)<<keyIdxBits - 1
+	if !packed {
+		idxMask = ^uint64(0)
+	}
 	fill := s.pick // borrowed as the fill cursor per group
 	copy(fill, s.gstart[:G])
 	for j := range jobs {
-		if g := s.grp[j]; g >= 0 {
-			s.keys[fill[g]] = sortKey{s.dl[j], int32(j)}
+		if g := s.jobs[j].grp; g >= 0 {
+			if packed {
+				s.keys[fill[g]] = sortKey(s.jobs[j].dl, j)
+			} else {
+				s.keys[fill[g]] = uint64(j)
+			}
 			fill[g]++
 		}
 	}
@@ -317,19 +358,23 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			continue
 		}
 		seg := s.keys[a:b]
-		slices.SortFunc(seg, cmpKey)
-		s.head[g] = seg[0].idx
-		first := seg[0].idx
-		for k, key := range seg {
-			j := key.idx
-			s.prev[j], s.next[j] = -1, -1
-			if k > 0 {
-				s.prev[j] = seg[k-1].idx
+		if packed {
+			slices.Sort(seg)
+		} else {
+			slices.SortFunc(seg, s.cmpJobs)
+		}
+		first := &s.jobs[seg[0]&idxMask]
+		s.head[g] = int32(seg[0] & idxMask)
+		prev := int32(-1)
+		for _, key := range seg {
+			j := int32(key & idxMask)
+			sj := &s.jobs[j]
+			sj.prev, sj.next = prev, -1
+			if prev >= 0 {
+				s.jobs[prev].next = j
 			}
-			if k+1 < len(seg) {
-				s.next[j] = seg[k+1].idx
-			}
-			if s.usage[j] != s.usage[first] || s.ncpu[j] != s.ncpu[first] {
+			prev = j
+			if sj.usage != first.usage || sj.ncpu != first.ncpu {
 				s.uniform[g] = false
 			}
 		}
@@ -352,8 +397,8 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	for {
 		rb, tb := -1, math.Inf(1)
 		for r := range NumRsc {
-			if a := s.active[r]; len(a) > 0 && s.finish[a[0]] < tb {
-				rb, tb = r, s.finish[a[0]]
+			if a := s.active[r]; len(a) > 0 && s.jobs[a[0]].finish < tb {
+				rb, tb = r, s.jobs[a[0]].finish
 			}
 		}
 		if rb < 0 {
@@ -377,7 +422,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			rs.Shortfall += s.n[r] * (wbtot - t)
 		}
 		if len(s.busy[r]) > 0 {
-			rs.BusyTime = slices.Min(s.busy[r])
+			rs.BusyTime = s.busy[r][0]
 		}
 	}
 }
@@ -404,61 +449,126 @@ func (s *simScratch) integrate(out *SimResult, satSet *[NumRsc]bool, t0, t1, wbt
 
 // complete finishes job j at t and lets the next job take its place.
 func (s *simScratch) complete(out *SimResult, jobs []Job, j int32, t float64) {
-	g := int(s.grp[j])
+	g := int(s.jobs[j].grp)
 	pi, r := g/NumRsc, Rsc(g%NumRsc)
-	if t > s.dl[j] {
+	if t > s.jobs[j].dl {
 		out.MissesDeadline[j] = true
 		out.Projects[pi].DeadlinesMissed[r]++
-		out.Rsc[r].DeadlineMissedInstances += s.usage[j]
+		out.Rsc[r].DeadlineMissedInstances += s.jobs[j].usage
 	}
-	s.busyUpdate(r, s.full[j], s.usage[j])
+	s.busyUpdate(r, s.jobs[j].full, s.jobs[j].usage)
 	if r.IsGPU() {
-		s.busyUpdate(CPU, s.full[j], s.ncpu[j])
+		s.busyUpdate(CPU, s.jobs[j].full, s.jobs[j].ncpu)
 	}
 
 	// Unlink from the group's EDF list.
-	if pv := s.prev[j]; pv >= 0 {
-		s.next[pv] = s.next[j]
+	if pv := s.jobs[j].prev; pv >= 0 {
+		s.jobs[pv].next = s.jobs[j].next
 	} else {
-		s.head[g] = s.next[j]
+		s.head[g] = s.jobs[j].next
 	}
-	if nx := s.next[j]; nx >= 0 {
-		s.prev[nx] = s.prev[j]
+	if nx := s.jobs[j].next; nx >= 0 {
+		s.jobs[nx].prev = s.jobs[j].prev
 	}
 
-	if k := s.pick[g]; k >= 0 && s.uniform[g] {
+	sj := &s.jobs[j]
+	switch {
+	case !s.uniform[g] || s.alwaysFull:
+		s.handOut(r, t)
+		if r.IsGPU() {
+			s.handOut(CPU, t)
+		}
+	case s.pick[g] >= 0:
 		// Same jobs, same usage: the hand-out would come out the same.
-		s.pick[g] = s.next[k]
+		k := s.pick[g]
+		s.pick[g] = s.jobs[k].next
 		s.startJob(r, k, t)
-		return
-	}
-	s.handOut(r, t)
-	if r.IsGPU() {
-		s.handOut(CPU, t)
+	default:
+		// The project has no job left to take the instance: the hand-out
+		// takes each project's next jobs in one global order (every
+		// project's priority falls step by step as it takes instances),
+		// as a prefix until the resource is full. With uniform usage,
+		// dropping a job of the project equals dropping its last, so the
+		// new hand-out is the old one, less that job, carried on.
+		s.nused[r] -= sj.usage
+		if !r.IsGPU() {
+			s.carryOn(r, t)
+			break
+		}
+		before := s.nused[CPU]
+		s.nused[CPU] -= sj.ncpu
+		s.carryOn(r, t)
+		if s.nused[CPU] > before+1e-9 {
+			// New GPU jobs need more CPU than was freed: CPU jobs may have
+			// to give way, so start the CPU's hand-out over.
+			s.handOut(CPU, t)
+		} else {
+			s.carryOn(CPU, t)
+		}
 	}
 }
 
+// busyUpdate is BOINC's busy-time estimator: the job's duration is added
+// to the floor(nused) least busy instances (BOINC takes consecutive ones
+// from the least busy; for the usual 1-instance jobs it is the same). The
+// instances are a min-heap, so the estimate is busy[0].
 func (s *simScratch) busyUpdate(r Rsc, dur, nused float64) {
 	b := s.busy[r]
 	if len(b) == 0 || nused < 1 {
 		return
 	}
-	best := 0
-	for i := 1; i < len(b); i++ {
-		if b[i] < b[best] {
-			best = i
-		}
-	}
 	k := min(int(nused), len(b))
+	if k == 1 {
+		b[0] += dur
+		siftDownF(b, 0)
+		return
+	}
+	// Take the k smallest off the heap, then put them back increased.
+	n := len(b)
 	for i := range k {
-		b[(best+i)%len(b)] += dur
+		last := n - 1 - i
+		b[0], b[last] = b[last], b[0]
+		siftDownF(b[:last], 0)
+	}
+	for i := n - k; i < n; i++ {
+		b[i] += dur
+		siftUpF(b[:i+1], i)
+	}
+}
+
+func siftDownF(h []float64, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(h) && h[r] < h[l] {
+			m = r
+		}
+		if !(h[m] < h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}
+
+func siftUpF(h []float64, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !(h[i] < h[p]) {
+			return
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
 	}
 }
 
 // startJob runs job j on resource r from t.
 func (s *simScratch) startJob(r Rsc, j int32, t float64) {
-	s.start[j] = t
-	s.finish[j] = t + s.dur[j]
+	s.jobs[j].start = t
+	s.jobs[j].finish = t + s.jobs[j].dur
 	a := append(s.active[r], j)
 	s.active[r] = a
 	s.siftUpActive(a, len(a)-1)
@@ -468,61 +578,80 @@ func (s *simScratch) startJob(r Rsc, j int32, t float64) {
 func (s *simScratch) handOut(r Rsc, t float64) {
 	a := s.active[r]
 	for _, j := range a {
-		s.dur[j] = max(0, s.dur[j]-(t-s.start[j]))
+		sj := &s.jobs[j]
+		sj.dur = max(0, sj.dur-(t-sj.start))
 	}
-	a = a[:0]
+	s.active[r] = a[:0]
 	nused := 0.0
 	if r == CPU {
 		for gr := 1; gr < NumRsc; gr++ {
 			for _, j := range s.active[gr] {
-				nused += s.ncpu[j]
+				nused += s.jobs[j].ncpu
 			}
 		}
+	} else {
+		for _, j := range a {
+			s.nused[CPU] -= s.jobs[j].ncpu
+		}
 	}
+	s.nused[r] = nused
 
-	ph := s.ph[:0]
+	ph := s.ph[r][:0]
 	for pi := range s.nproj {
 		g := pi*NumRsc + int(r)
 		s.pick[g] = s.head[g]
 		if s.head[g] >= 0 {
-			s.pused[pi] = 0
-			s.peff[pi] = s.prioOf(pi)
-			ph = append(ph, int32(pi))
+			s.pused[g] = 0
+			s.peff[g] = s.prioOf(pi)
+			ph = append(ph, int32(g))
 		}
 	}
 	for i := len(ph)/2 - 1; i >= 0; i-- {
 		s.siftDownProj(ph, i)
 	}
+	s.ph[r] = ph
+	s.carryOn(r, t)
+}
+
+// carryOn goes on handing out r's instances at t from where the last
+// hand-out stopped, while the resource is not full.
+func (s *simScratch) carryOn(r Rsc, t float64) {
+	ph := s.ph[r]
 	limit := s.n[r] - 1e-9
-	for len(ph) > 0 && nused < limit {
-		pi := int(ph[0])
-		g := pi*NumRsc + int(r)
+	for len(ph) > 0 && s.nused[r] < limit {
+		g := ph[0]
 		j := s.pick[g]
-		s.start[j] = t
-		s.finish[j] = t + s.dur[j]
-		a = append(a, j)
-		nused += s.usage[j]
-		s.pused[pi] += s.usage[j]
-		s.pick[g] = s.next[j]
+		if j < 0 {
+			// Its jobs all started since (they replaced finished ones).
+			last := len(ph) - 1
+			ph[0] = ph[last]
+			ph = ph[:last]
+			if len(ph) > 0 {
+				s.siftDownProj(ph, 0)
+			}
+			continue
+		}
+		sj := &s.jobs[j]
+		s.startJob(r, j, t)
+		s.nused[r] += sj.usage
+		if r.IsGPU() {
+			s.nused[CPU] += sj.ncpu
+		}
+		s.pused[g] += sj.usage
+		s.pick[g] = sj.next
 		if s.pick[g] < 0 {
 			last := len(ph) - 1
 			ph[0] = ph[last]
 			ph = ph[:last]
 		} else {
-			s.peff[pi] = s.prioOf(pi) - s.c[r]*s.pused[pi]/s.sfrac[pi]
+			pi := int(g) / NumRsc
+			s.peff[g] = s.prioOf(pi) - s.c[r]*s.pused[g]/s.sfrac[pi]
 		}
 		if len(ph) > 0 {
 			s.siftDownProj(ph, 0)
 		}
 	}
-	s.ph = ph
-	for i := len(a)/2 - 1; i >= 0; i-- {
-		s.siftDownActive(a, i)
-	}
-	s.active[r] = a
-	// After a GPU type, the CPU's total changes with the GPU jobs' CPUs;
-	// callers hand out the CPU next, which recomputes it.
-	s.nused[r] = nused
+	s.ph[r] = ph
 }
 
 func (s *simScratch) prioOf(pi int) float64 {
@@ -534,11 +663,11 @@ func (s *simScratch) prioOf(pi int) float64 {
 	return 0
 }
 
-// projBefore orders the hand-out heap: positive share first, then higher
-// effective priority, then lower index.
+// projBefore orders the hand-out heap of groups (of one resource):
+// positive share first, then higher effective priority, then lower index.
 func (s *simScratch) projBefore(a, b int32) bool {
-	if s.tier[a] != s.tier[b] {
-		return s.tier[a] > s.tier[b]
+	if ta, tb := s.tier[a/NumRsc], s.tier[b/NumRsc]; ta != tb {
+		return ta > tb
 	}
 	if s.peff[a] != s.peff[b] {
 		return s.peff[a] > s.peff[b]
@@ -565,8 +694,8 @@ func (s *simScratch) siftDownProj(h []int32, i int) {
 }
 
 func (s *simScratch) activeBefore(a, b int32) bool {
-	if s.finish[a] != s.finish[b] {
-		return s.finish[a] < s.finish[b]
+	if s.jobs[a].finish != s.jobs[b].finish {
+		return s.jobs[a].finish < s.jobs[b].finish
 	}
 	return a < b
 }

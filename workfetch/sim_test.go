@@ -2,6 +2,7 @@ package workfetch
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -73,7 +74,9 @@ func TestSimulateResources(t *testing.T) {
 // finishes returns each job's simulated finish time.
 func finishes(out *SimResult, n int) []float64 {
 	f := make([]float64, n)
-	copy(f, out.scratch.finish[:n])
+	for i := range f {
+		f[i] = out.scratch.jobs[i].finish
+	}
 	return f
 }
 
@@ -178,7 +181,7 @@ func TestSimulateDeadlines(t *testing.T) {
 	want := []bool{false, true, false, true}
 	for i, w := range want {
 		if out.MissesDeadline[i] != w {
-			t.Errorf("job %d misses = %v, want %v (finish %v)", i, out.MissesDeadline[i], w, out.scratch.finish[i])
+			t.Errorf("job %d misses = %v, want %v (finish %v)", i, out.MissesDeadline[i], w, out.scratch.jobs[i].finish)
 		}
 	}
 	if out.Projects[0].DeadlinesMissed[CPU] != 1 || out.Projects[1].DeadlinesMissed[CPU] != 1 {
@@ -212,5 +215,91 @@ func TestSimulateProjectStats(t *testing.T) {
 	Simulate(t0, h, buf, []Project{{Share: 1}}, jobs[:1], nil, &out)
 	if len(out.Projects) != 1 || len(out.MissesDeadline) != 1 || out.Projects[0].NRunnable[NVIDIA] != 0 {
 		t.Errorf("reuse: %+v", out.Projects)
+	}
+}
+
+// The incremental hand-outs (a finished job's successor taking its place,
+// a hand-out carried on) must give what handing out everything again at
+// every completion gives.
+func TestSimulateIncrementalMatchesFull(t *testing.T) {
+	for seed := range uint64(40) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		h := Host{Instances: [NumRsc]float64{CPU: float64(1 + rng.IntN(8)), NVIDIA: float64(rng.IntN(3)), AMD: float64(rng.IntN(2))},
+			RelSpeed: [NumRsc]float64{CPU: 1, NVIDIA: 5, AMD: 3}, CPUAvail: 0.7, GPUAvail: 0.9}
+		projects := make([]Project, 1+rng.IntN(6))
+		prio := make([]float64, len(projects))
+		for i := range projects {
+			projects[i].Share = float64(rng.IntN(4))
+			prio[i] = -rng.Float64() * 20000
+		}
+		// Some groups have mixed usage, most uniform.
+		mixed := rng.IntN(2) == 0
+		jobs := make([]Job, rng.IntN(300))
+		for j := range jobs {
+			jb := Job{Project: rng.IntN(len(projects)), Rsc: Rsc(rng.IntN(3)), NCPUs: 1, NGPUs: 1,
+				Remaining: float64(1 + rng.IntN(20000)), Deadline: at(float64(rng.IntN(200000)))}
+			if jb.Rsc.IsGPU() {
+				jb.NCPUs = float64(jb.Project%3) * 0.5
+			}
+			if mixed && rng.IntN(4) == 0 {
+				jb.NCPUs, jb.NGPUs = 2, 0.5
+			}
+			jobs[j] = jb
+		}
+		var fast, full SimResult
+		Simulate(t0, h, buf, projects, jobs, prio, &fast)
+		full.scratch = &simScratch{alwaysFull: true}
+		Simulate(t0, h, buf, projects, jobs, prio, &full)
+		for j := range jobs {
+			if a, b := fast.scratch.jobs[j].finish, full.scratch.jobs[j].finish; !near(a, b) {
+				t.Fatalf("seed %d: job %d (%+v) finishes at %v incrementally, %v in full", seed, j, jobs[j], a, b)
+			}
+		}
+		for r := range NumRsc {
+			a, b := fast.Rsc[r], full.Rsc[r]
+			if !near(a.Shortfall, b.Shortfall) || !near(a.SaturatedTime, b.SaturatedTime) || a.NIdleNow != b.NIdleNow || !near(a.BusyTime, b.BusyTime) {
+				t.Fatalf("seed %d %v: %+v vs %+v", seed, Rsc(r), a, b)
+			}
+		}
+	}
+}
+
+func TestSortKeys(t *testing.T) {
+	// Packed keys order by deadline, then index; out-of-range deadlines
+	// saturate rather than wrap.
+	ordered := []uint64{
+		sortKey(math.Inf(-1), 5), sortKey(-1e12, 9), sortKey(-10, 3), sortKey(0, 1), sortKey(0, 2),
+		sortKey(0.5, 0), sortKey(86400*365, 4), sortKey(1e12, 6), sortKey(math.Inf(1), 7),
+	}
+	for i := 1; i < len(ordered); i++ {
+		if ordered[i-1] >= ordered[i] {
+			t.Errorf("key %d not after key %d", i, i-1)
+		}
+	}
+	// The fallback for queues too long to pack compares the jobs.
+	s := &simScratch{jobs: []sjob{{dl: 5}, {dl: 1}, {dl: 5}}}
+	for _, tc := range []struct {
+		x, y uint64
+		want int
+	}{{0, 1, 1}, {1, 0, -1}, {0, 2, -1}, {2, 0, 1}, {2, 2, 0}} {
+		if got := s.cmpJobs(tc.x, tc.y); got != tc.want {
+			t.Errorf("cmpJobs(%d, %d) = %d, want %d", tc.x, tc.y, got, tc.want)
+		}
+	}
+}
+
+func TestRscNames(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    Rsc
+		ok   bool
+	}{{"CPU", CPU, true}, {"CUDA", NVIDIA, true}, {" nvidia ", NVIDIA, true}, {"ATI", AMD, true}, {"amd", AMD, true}, {"intel_gpu", Intel, true}, {"apple_gpu", 0, false}} {
+		r, ok := RscByName(tc.name)
+		if r != tc.r || ok != tc.ok {
+			t.Errorf("RscByName(%q) = %v, %v", tc.name, r, ok)
+		}
+	}
+	if Rsc(9).String() != "rsc?" || AMD.String() != "ATI" {
+		t.Error("String")
 	}
 }
