@@ -2,6 +2,7 @@ package workfetch
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -111,41 +112,44 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		elig = smallElig[:len(projects)]
 	}
 
+	// Which projects accrue debt for which resource, and how much of each
+	// resource the eligible ones used.
+	var eligAll [NumRsc][]bool
+	var T [NumRsc]float64
+	for r := range NumRsc {
+		if instances(h.Instances[r]) == 0 {
+			continue
+		}
+		e := make([]bool, len(projects))
+		for i := range projects {
+			e[i] = debtEligible(&projects[i], Rsc(r), runnable[i]&(1<<uint(r)) != 0, now)
+			if e[i] {
+				T[r] += usedOf(used, i, r)
+			}
+		}
+		eligAll[r] = e
+	}
+	owed := owedShares(projects, &h, &eligAll, &T)
+
 	for r := range NumRsc {
 		n := instances(h.Instances[r])
 		if n == 0 {
 			continue
 		}
-		ders, T, nElig := 0.0, 0.0, 0
+		copy(elig, eligAll[r])
+		nElig := 0
+		sum := 0.0
 		for i := range projects {
-			p := &projects[i]
-			elig[i] = debtEligible(p, Rsc(r), runnable[i]&(1<<uint(r)) != 0, now)
 			if !elig[i] {
 				continue
 			}
 			nElig++
-			if sh := p.Share; sh > 0 && !math.IsInf(sh, 0) {
-				ders += sh
-			}
-			T += usedOf(used, i, r)
+			delta := (owed[i][r] - usedOf(used, i, r)) / n
+			projects[i].State.Debt[r] += delta
+			sum += delta
 		}
 		if nElig > 0 {
-			sum := 0.0
-			for i := range projects {
-				if !elig[i] {
-					continue
-				}
-				sf := 1 / float64(nElig)
-				if ders > 0 {
-					sf = 0
-					if sh := projects[i].Share; sh > 0 && !math.IsInf(sh, 0) {
-						sf = sh / ders
-					}
-				}
-				delta := (sf*T - usedOf(used, i, r)) / n
-				projects[i].State.Debt[r] += delta
-				sum += delta
-			}
+			// Owed amounts add up to T already; this only absorbs rounding.
 			corr := -sum / float64(nElig)
 			for i := range projects {
 				if elig[i] {
@@ -171,6 +175,146 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 			*d = min(*d, 0)
 		}
 	}
+}
+
+// owedShares splits what the eligible projects used of every resource
+// among them by resource share, across resources rather than per
+// resource (boincd's departure from the 6.6 design, which splits each
+// resource separately and so cannot meet the design's own Example 1).
+//
+// The pool is Σ_r RelSpeed[r]·T[r], in CPU-equivalent seconds. Each
+// project is entitled to its share of the pool, but never to more than
+// the resources it is eligible for hold (water-filling: a capped
+// project's excess goes to the others by share). The entitlements are
+// then laid onto resources, the ones fewest projects can use first, each
+// resource divided in proportion to what its projects are still owed. So
+// with A able to use only the GPU and B both CPU and a GPU twice as fast,
+// B's CPU time counts against B's claim on the GPU: A is owed 75 % of the
+// GPU and B 25 %, equal total processing. A project eligible for one
+// resource only is owed exactly its per-resource share, as before.
+//
+// The result is in instance-seconds of each resource.
+func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]float64) [][NumRsc]float64 {
+	np := len(projects)
+	owed := make([][NumRsc]float64, np)
+	share := func(i int) float64 {
+		if sh := projects[i].Share; sh > 0 && !math.IsInf(sh, 0) {
+			return sh
+		}
+		return 0
+	}
+	capOf := make([]float64, np)
+	active := make([]bool, np)
+	pool := 0.0
+	for r := range NumRsc {
+		if elig[r] == nil || !(T[r] > 0) {
+			continue
+		}
+		x := relSpeed(h, Rsc(r)) * T[r]
+		pool += x
+		for i := range np {
+			if elig[r][i] {
+				capOf[i] += x
+				active[i] = true
+			}
+		}
+	}
+	if pool <= 0 {
+		return owed
+	}
+	// Water-filling of the pool by share, each project capped.
+	ent := make([]float64, np)
+	fixed := make([]bool, np)
+	left := pool
+	for {
+		tot, n := 0.0, 0
+		for i := range np {
+			if active[i] && !fixed[i] {
+				tot += share(i)
+				n++
+			}
+		}
+		if n == 0 || left <= 0 {
+			break
+		}
+		capped := false
+		for i := range np {
+			if !active[i] || fixed[i] {
+				continue
+			}
+			f := left / float64(n)
+			if tot > 0 {
+				f = left * share(i) / tot
+			}
+			if f >= capOf[i] {
+				ent[i], fixed[i] = capOf[i], true
+				left -= capOf[i]
+				capped = true
+			}
+		}
+		if capped {
+			continue
+		}
+		for i := range np {
+			if active[i] && !fixed[i] {
+				ent[i] = left / float64(n)
+				if tot > 0 {
+					ent[i] = left * share(i) / tot
+				}
+			}
+		}
+		break
+	}
+	// Lay entitlements onto resources, most constrained resource first.
+	order := make([]int, 0, NumRsc)
+	count := [NumRsc]int{}
+	for r := range NumRsc {
+		if elig[r] == nil || !(T[r] > 0) {
+			continue
+		}
+		for i := range np {
+			if elig[r][i] {
+				count[r]++
+			}
+		}
+		if count[r] > 0 {
+			order = append(order, r)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return count[a] - count[b] })
+	for _, r := range order {
+		speed := relSpeed(h, Rsc(r))
+		x := speed * T[r]
+		rem, shares := 0.0, 0.0
+		for i := range np {
+			if elig[r][i] {
+				rem += ent[i]
+				shares += share(i)
+			}
+		}
+		for i := range np {
+			if !elig[r][i] {
+				continue
+			}
+			var a float64
+			switch {
+			case rem >= x && rem > 0:
+				a = x * ent[i] / rem
+			default:
+				// Entitlements are exhausted (rounding): the rest of the
+				// resource goes by share, or evenly.
+				a = ent[i]
+				if shares > 0 {
+					a += (x - rem) * share(i) / shares
+				} else {
+					a += (x - rem) / float64(count[r])
+				}
+			}
+			ent[i] -= min(a, ent[i])
+			owed[i][r] = a / speed
+		}
+	}
+	return owed
 }
 
 func usedOf(used [][NumRsc]float64, i, r int) float64 {

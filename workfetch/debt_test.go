@@ -1,6 +1,10 @@
 package workfetch
 
-import "testing"
+import (
+	"math"
+	"testing"
+	"time"
+)
 
 func TestDebtEligible(t *testing.T) {
 	backed := Backoff{Interval: 600, Until: at(100)}
@@ -119,5 +123,45 @@ func TestDebtPolicy(t *testing.T) {
 	}
 	if pol.Name() != "debt" {
 		t.Errorf("name %q", pol.Name())
+	}
+}
+
+// The design's Example 1 at its target split: A can use only the GPU, B
+// the CPU and the GPU, the GPU is twice as fast. With A on 75 % of the GPU
+// and B on the CPU and 25 % of the GPU, both got 1.5 CPU-equivalents per
+// second, so no debt moves; any other split moves debt towards it.
+func TestCrossResourceDebtExample1(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	var h Host
+	h.Instances[CPU], h.Instances[NVIDIA] = 1, 1
+	h.RelSpeed[CPU], h.RelSpeed[NVIDIA] = 1, 2
+	mk := func() []Project {
+		a := Project{Name: "A", Share: 100}
+		a.NoRsc[CPU] = true
+		return []Project{a, {Name: "B", Share: 100}}
+	}
+	jobs := []Job{
+		{Project: 0, Rsc: NVIDIA, NGPUs: 1, Runnable: true},
+		{Project: 1, Rsc: CPU, NCPUs: 1, Runnable: true},
+		{Project: 1, Rsc: NVIDIA, NGPUs: 1, Runnable: true},
+	}
+	tests := []struct {
+		gpuA    float64
+		wantDir float64 // sign of A's GPU debt change
+	}{{0.75, 0}, {0.5, 1}, {0.9, -1}}
+	for _, tt := range tests {
+		ps := mk()
+		used := [][NumRsc]float64{{NVIDIA: 60 * tt.gpuA}, {CPU: 60, NVIDIA: 60 * (1 - tt.gpuA)}}
+		UpdateDebts(now, h, ps, jobs, used, 60)
+		gap := ps[0].State.Debt[NVIDIA] - ps[1].State.Debt[NVIDIA]
+		switch {
+		case tt.wantDir == 0 && math.Abs(gap) > 1e-9:
+			t.Errorf("A on %.0f%% of the GPU: debts moved apart by %g", 100*tt.gpuA, gap)
+		case tt.wantDir > 0 && gap <= 0, tt.wantDir < 0 && gap >= 0:
+			t.Errorf("A on %.0f%% of the GPU: A-B GPU debt gap %g has the wrong sign", 100*tt.gpuA, gap)
+		}
+		if ps[1].State.Debt[CPU] != 0 {
+			t.Errorf("B alone on the CPU accrued CPU debt %g", ps[1].State.Debt[CPU])
+		}
 	}
 }
