@@ -121,11 +121,6 @@ func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 	return due || n >= reportIfAtLeastN
 }
 
-func (d *Daemon) resultNCPUs(r *boinc.Result) float64 {
-	_, n, _ := d.resultRsc(r)
-	return n
-}
-
 func (d *Daemon) startMasterFetch(p *boinc.Project) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	d.rpc = &rpcInFlight{project: p.MasterURL, master: true, cancel: cancel}
