@@ -80,4 +80,5 @@ const (
 	ErrTooManyExits    = -226
 	ErrFileMissing     = -161
 	ErrAbortedOnExit   = -225
+	ErrAbortedViaGUI   = -197
 )

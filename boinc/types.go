@@ -16,6 +16,16 @@ type Project struct {
 	// DetachPending: the project was removed from config; it is detached
 	// once its finished results are reported (unless dropped).
 	DetachPending bool `json:"detach_pending,omitempty"`
+	// DetachWhenDone: detach once no task is left (set over GUI RPC).
+	DetachWhenDone bool `json:"detach_when_done,omitempty"`
+	// Origin says who attached the project: "config" (the config file)
+	// or "gui_rpc" (boinccmd, BOINC Manager). A config reload detaches
+	// only projects that came from the config.
+	Origin string `json:"origin,omitempty"`
+	// ConfigDigest identifies the config entry last applied to the
+	// project, so a reload re-applies settings only when the entry
+	// changed and does not undo what the volunteer set over GUI RPC.
+	ConfigDigest string `json:"config_digest,omitempty"`
 
 	SchedulerURLs      []string  `json:"scheduler_urls,omitempty"`
 	MasterFetchPending bool      `json:"master_fetch_pending,omitempty"`

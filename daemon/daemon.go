@@ -13,12 +13,14 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,6 +126,8 @@ type Daemon struct {
 
 	nextFetchCheck time.Time
 	core           *core
+	modes          modes
+	rpcDetached    map[string]string                  // config projects detached over GUI RPC → their entry digest
 	sched          map[string]*workfetch.ProjectState // per project: debts, backoffs, DCF
 	lastPoll       time.Time
 	flushFailing   bool
@@ -154,17 +158,18 @@ func New(opt Options) (*Daemon, error) {
 	opt.DataDir = abs
 	opt.setDefaults()
 	return &Daemon{
-		opt:        opt,
-		log:        opt.Logger.With(slog.String("component", "client")),
-		rand:       rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
-		events:     make(chan any, 64),
-		taskEvents: make(chan taskrunner.Event, 16),
-		queries:    make(chan func()),
-		reloadCh:   make(chan struct{}, 1),
-		xfers:      map[string]*xferInFlight{},
-		active:     map[string]*activeTask{},
-		core:       newCore(),
-		sched:      map[string]*workfetch.ProjectState{},
+		opt:         opt,
+		log:         opt.Logger.With(slog.String("component", "client")),
+		rand:        rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
+		events:      make(chan any, 64),
+		taskEvents:  make(chan taskrunner.Event, 16),
+		queries:     make(chan func()),
+		reloadCh:    make(chan struct{}, 1),
+		xfers:       map[string]*xferInFlight{},
+		active:      map[string]*activeTask{},
+		core:        newCore(),
+		sched:       map[string]*workfetch.ProjectState{},
+		rpcDetached: map[string]string{},
 	}, nil
 }
 
@@ -203,6 +208,15 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	d.st = stateFromSnapshot(snap)
 	d.loadSchedStates(snap.Meta)
+	decodeMeta(snap.Meta, modesMetaKey, &d.modes)
+	for k, v := range snap.Meta {
+		if url, ok := strings.CutPrefix(k, "rpc_detached:"); ok {
+			var digest string
+			if json.Unmarshal(v, &digest) == nil {
+				d.rpcDetached[url] = digest
+			}
+		}
+	}
 
 	cfg := d.opt.Config
 	if cfg == nil {
@@ -212,7 +226,6 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 	}
 	d.cfg = cfg
-	d.prefs = cfg.BoincPrefs()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -29,50 +32,125 @@ func (d *Daemon) reloadConfig(now time.Time) {
 	d.reconcile(cfg, now)
 }
 
-// reconcile makes the attached projects match the config: new entries are
-// attached, changed ones updated, and projects no longer listed detached.
+// Project origins.
+const (
+	originConfig = "config"
+	originGUIRPC = "gui_rpc"
+)
+
+// reconcile makes the attached projects match the config. The rule that
+// keeps the config file and GUI RPC one truth:
+//
+//   - A project in the config is attached (origin "config"). Its settings
+//     (account key, resource share, no_new_tasks, suspended) are applied
+//     when the entry is new or changed since it was last applied, so a
+//     reload of an unchanged file does not undo what the volunteer set
+//     with boinccmd or BOINC Manager.
+//   - A project removed from the config is detached; a project attached
+//     over GUI RPC (origin "gui_rpc") is not in the file and stays.
+//   - A config project detached over GUI RPC stays detached while its
+//     entry is unchanged (the reload says so in the log); editing or
+//     re-adding the entry attaches it again.
 func (d *Daemon) reconcile(cfg *config.Config, now time.Time) {
 	d.cfg = cfg
-	d.prefs = cfg.BoincPrefs()
+	d.prefs = d.effectivePrefs()
 	want := map[string]config.Project{}
 	for _, cp := range cfg.Projects {
 		want[cp.URL] = cp
 	}
 	for _, cp := range cfg.Projects {
+		digest := configDigest(cp)
 		p := d.st.projects[cp.URL]
 		if p == nil {
-			p = &boinc.Project{
-				MasterURL:          cp.URL,
-				Authenticator:      cp.Authenticator,
-				MasterFetchPending: true,
-				SchedRPCPending:    boinc.RPCInit,
+			if d.rpcDetached[cp.URL] == digest {
+				d.log.Warn("project is in the config but was detached with GUI RPC; edit its entry to attach it again",
+					slog.String("project", cp.URL))
+				continue
 			}
-			d.st.projects[cp.URL] = p
-			d.projectLog(p).Info("attached to project")
+			p = d.attach(cp.URL, cp.Authenticator, originConfig)
 		}
 		if p.DetachPending {
 			p.DetachPending = false
 			d.projectLog(p).Info("project is in the config again; detach cancelled")
 		}
-		if p.Authenticator != cp.Authenticator {
-			p.Authenticator = cp.Authenticator
-			p.SchedRPCPending = boinc.RPCUserReq
-			d.projectLog(p).Info("account key changed; contacting the project")
+		p.Origin = originConfig
+		if p.ConfigDigest != digest {
+			if p.Authenticator != cp.Authenticator {
+				p.Authenticator = cp.Authenticator
+				p.SchedRPCPending = boinc.RPCUserReq
+				d.projectLog(p).Info("account key changed; contacting the project")
+			}
+			p.ResourceShare = cp.ResourceShare
+			p.NoNewTasks = cp.NoNewTasks
+			p.Suspended = cp.Suspended
+			p.ConfigDigest = digest
 		}
-		p.ResourceShare = cp.ResourceShare
-		p.NoNewTasks = cp.NoNewTasks
-		p.Suspended = cp.Suspended
-		if err := os.MkdirAll(d.projectDir(p.MasterURL), 0o755); err != nil {
-			d.projectLog(p).Error("cannot create project directory", slog.Any("err", err))
+		if d.rpcDetached[cp.URL] != "" {
+			delete(d.rpcDetached, cp.URL)
+			d.batch.DeleteMeta(rpcDetachedKey(cp.URL))
 		}
 		d.batch.PutProject(p)
 	}
 	for _, p := range d.st.sortedProjects() {
-		if _, ok := want[p.MasterURL]; !ok && !p.DetachPending {
+		if _, ok := want[p.MasterURL]; !ok && !p.DetachPending && p.Origin != originGUIRPC {
 			d.startDetach(p, now)
 		}
 	}
 	d.fetchSoon(now)
+}
+
+// attach adds a project; the first contact follows the master page fetch.
+func (d *Daemon) attach(url, key, origin string) *boinc.Project {
+	p := &boinc.Project{
+		MasterURL:          url,
+		Authenticator:      key,
+		ResourceShare:      100,
+		MasterFetchPending: true,
+		SchedRPCPending:    boinc.RPCInit,
+		Origin:             origin,
+	}
+	d.st.projects[url] = p
+	if err := os.MkdirAll(d.projectDir(url), 0o755); err != nil {
+		d.projectLog(p).Error("cannot create project directory", slog.Any("err", err))
+	}
+	d.batch.PutProject(p)
+	d.projectLog(p).Info("attached to project", slog.String("via", origin))
+	return p
+}
+
+// attachViaRPC is project_attach from boinccmd or BOINC Manager.
+func (d *Daemon) attachViaRPC(url, key string, now time.Time) error {
+	canon, err := boinc.CanonicalMasterURL(url)
+	if err != nil {
+		return err
+	}
+	if key == "" {
+		return errors.New("Missing authenticator")
+	}
+	if _, ok := d.st.projects[canon]; ok {
+		return ErrAlreadyAttached
+	}
+	d.attach(canon, key, originGUIRPC)
+	d.fetchSoon(now)
+	return nil
+}
+
+// noteRPCDetach remembers that a config project was detached over GUI
+// RPC, so an unchanged config does not attach it again behind the
+// volunteer's back.
+func (d *Daemon) noteRPCDetach(p *boinc.Project) {
+	if p.Origin == originGUIRPC || p.ConfigDigest == "" {
+		return
+	}
+	d.rpcDetached[p.MasterURL] = p.ConfigDigest
+	d.batch.PutMeta(rpcDetachedKey(p.MasterURL), p.ConfigDigest)
+}
+
+func rpcDetachedKey(url string) string { return "rpc_detached:" + url }
+
+func configDigest(cp config.Project) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%s\x00%g\x00%v\x00%v", cp.URL, cp.Authenticator, cp.ResourceShare, cp.NoNewTasks, cp.Suspended)))
+	return hex.EncodeToString(h[:8])
 }
 
 // startDetach begins detaching a project that left the config. Unfinished
@@ -105,6 +183,12 @@ func (d *Daemon) finishDetaches(time.Time) {
 			continue
 		}
 		if len(d.st.projectResults(p.MasterURL)) == 0 || d.cfg.DropResultsOnDetach {
+			d.removeProject(p)
+		}
+	}
+	for _, p := range d.st.sortedProjects() {
+		if p.DetachWhenDone && !p.DetachPending && len(d.st.projectResults(p.MasterURL)) == 0 {
+			d.noteRPCDetach(p)
 			d.removeProject(p)
 		}
 	}

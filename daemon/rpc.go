@@ -48,7 +48,7 @@ const (
 // C++ client's order of priority: master page fetches, user or first-contact
 // requests, project-requested RPCs, overdue reports, then work fetch.
 func (d *Daemon) maybeRPC(now time.Time) {
-	if d.rpc != nil || d.flushFailing {
+	if d.rpc != nil || d.flushFailing || d.networkSuspended(now) {
 		return
 	}
 	projects := d.st.sortedProjects()

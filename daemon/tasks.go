@@ -89,6 +89,8 @@ func (d *Daemon) runnable(r *boinc.Result, now time.Time) (bool, string) {
 		return false, "project gone"
 	case !r.Phase.Runnable():
 		return false, r.Phase.String()
+	case d.computingSuspended(now):
+		return false, "computing suspended by user"
 	case p.Suspended:
 		return false, "project suspended"
 	case p.DetachPending:

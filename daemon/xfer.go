@@ -125,6 +125,9 @@ func (d *Daemon) xferCounts() (total int, per map[string]int) {
 // for outputs of finished tasks, within the concurrency limits and the
 // per-file backoffs.
 func (d *Daemon) startTransfers(now time.Time) {
+	if d.networkSuspended(now) {
+		return
+	}
 	total, per := d.xferCounts()
 	try := func(f *boinc.FileInfo, upload bool) {
 		if total >= maxFileXfers || per[f.ProjectURL] >= maxFileXfersPerProject {

@@ -1,0 +1,287 @@
+package daemon
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/taskrunner"
+)
+
+// Run modes (lib/common_defs.h).
+const (
+	ModeAlways  = 1
+	ModeAuto    = 2
+	ModeNever   = 3
+	ModeRestore = 4
+)
+
+// Suspend reasons reported in cc_status (a bitmask, lib/common_defs.h).
+const (
+	SuspendUserReq = 4
+)
+
+// runMode is one of the three user switches (computing, GPU, network):
+// a permanent mode and, for a while, a temporary one (set_run_mode
+// always 3600 = "always for an hour, then back").
+type runMode struct {
+	Perm      int       `json:"perm"`
+	Temp      int       `json:"temp,omitempty"`
+	TempUntil time.Time `json:"temp_until,omitempty"`
+}
+
+// Current is the mode in force at now.
+func (m runMode) Current(now time.Time) int {
+	if m.Temp != 0 && now.Before(m.TempUntil) {
+		return m.Temp
+	}
+	if m.Perm == 0 {
+		return ModeAuto
+	}
+	return m.Perm
+}
+
+// Delay is how many seconds the temporary mode still lasts.
+func (m runMode) Delay(now time.Time) float64 {
+	if m.Temp != 0 && now.Before(m.TempUntil) {
+		return m.TempUntil.Sub(now).Seconds()
+	}
+	return 0
+}
+
+func (m *runMode) set(mode int, dur time.Duration, now time.Time) error {
+	switch mode {
+	case ModeAlways, ModeAuto, ModeNever:
+	case ModeRestore:
+		m.Temp, m.TempUntil = 0, time.Time{}
+		return nil
+	default:
+		return fmt.Errorf("unknown run mode %d", mode)
+	}
+	if dur > 0 {
+		m.Temp, m.TempUntil = mode, now.Add(dur)
+		return nil
+	}
+	m.Perm, m.Temp, m.TempUntil = mode, 0, time.Time{}
+	return nil
+}
+
+// modes is the persisted set of user switches.
+type modes struct {
+	Run     runMode `json:"run"`
+	GPU     runMode `json:"gpu"`
+	Network runMode `json:"network"`
+}
+
+const modesMetaKey = "modes"
+
+// computingSuspended: the volunteer switched computing off.
+func (d *Daemon) computingSuspended(now time.Time) bool {
+	return d.modes.Run.Current(now) == ModeNever
+}
+
+// networkSuspended: the volunteer switched the network off.
+func (d *Daemon) networkSuspended(now time.Time) bool {
+	return d.modes.Network.Current(now) == ModeNever
+}
+
+// SetMode changes one of the run, gpu or network modes.
+func (d *Daemon) setMode(which string, mode int, dur time.Duration, now time.Time) error {
+	var m *runMode
+	switch which {
+	case "run":
+		m = &d.modes.Run
+	case "gpu":
+		m = &d.modes.GPU
+	case "network":
+		m = &d.modes.Network
+	default:
+		return fmt.Errorf("unknown mode switch %q", which)
+	}
+	if err := m.set(mode, dur, now); err != nil {
+		return err
+	}
+	d.batch.PutMeta(modesMetaKey, &d.modes)
+	d.log.Info("mode changed", slog.String("switch", which), slog.Int("mode", m.Current(now)), slog.Duration("for", dur))
+	d.fetchSoon(now)
+	return nil
+}
+
+// Errors the control operations return; their text is what GUI RPC
+// clients show (the C++ client's wording).
+var (
+	ErrNoSuchProject   = errors.New("No such project")
+	ErrNoSuchResult    = errors.New("no such result")
+	ErrNoSuchFile      = errors.New("No such file")
+	ErrAlreadyAttached = errors.New("Already attached to project")
+)
+
+// projectOp carries out a volunteer's action on a project.
+func (d *Daemon) projectOp(url, op string, now time.Time) error {
+	canon, err := boinc.CanonicalMasterURL(url)
+	if err != nil {
+		return ErrNoSuchProject
+	}
+	p := d.st.projects[canon]
+	if p == nil {
+		return ErrNoSuchProject
+	}
+	log := d.projectLog(p)
+	switch op {
+	case "suspend":
+		p.Suspended = true
+		log.Info("project suspended by user")
+	case "resume":
+		p.Suspended = false
+		log.Info("project resumed by user")
+	case "nomorework":
+		p.NoNewTasks = true
+		log.Info("project won't get new tasks (set by user)")
+	case "allowmorework":
+		p.NoNewTasks = false
+		log.Info("project may get new tasks again (set by user)")
+	case "update":
+		p.SchedRPCPending = boinc.RPCUserReq
+		p.MinRPCTime = time.Time{}
+		p.RPCFailures = 0
+		p.TaskBackoffUntil = time.Time{}
+		st := d.schedState(canon)
+		for r := range st.Backoff {
+			st.Backoff[r].Clear()
+		}
+		d.saveSchedState(canon)
+		log.Info("update requested by user")
+	case "reset":
+		d.resetProject(p, now)
+	case "detach":
+		d.noteRPCDetach(p)
+		d.removeProject(p)
+		return nil
+	case "detach_when_done":
+		p.NoNewTasks = true
+		p.DetachWhenDone = true
+		log.Info("project will be detached when its tasks are done")
+	case "dont_detach_when_done":
+		p.DetachWhenDone = false
+	default:
+		return fmt.Errorf("unknown project operation %q", op)
+	}
+	d.batch.PutProject(p)
+	d.fetchSoon(now)
+	return nil
+}
+
+// resetProject drops a project's tasks and files but keeps it attached;
+// it then asks the project for work afresh.
+func (d *Daemon) resetProject(p *boinc.Project, now time.Time) {
+	url := p.MasterURL
+	for _, r := range d.st.projectResults(url) {
+		if _, ok := d.active[r.Key()]; ok {
+			_ = d.runner.Kill(r.Key())
+			delete(d.active, r.Key())
+		} else if r.Slot >= 0 {
+			_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
+		}
+	}
+	for k, x := range d.xfers {
+		if x.project == url {
+			x.cancel()
+			delete(d.xfers, k)
+		}
+	}
+	for _, m := range []func(string){
+		func(u string) { deleteProjectKeys(d.st.results, u) },
+		func(u string) { deleteProjectKeys(d.st.wus, u) },
+		func(u string) { deleteProjectKeys(d.st.files, u) },
+		func(u string) { deleteProjectKeys(d.st.versions, u) },
+		func(u string) { deleteProjectKeys(d.st.apps, u) },
+	} {
+		m(url)
+	}
+	d.batch.DeleteProjectAll(url)
+	p.SchedRPCPending = boinc.RPCUserReq
+	p.MinRPCTime = time.Time{}
+	d.batch.PutProject(p)
+	d.sched[url] = nil
+	delete(d.sched, url)
+	d.saveSchedState(url)
+	if d.flush() {
+		_ = os.RemoveAll(d.projectDir(url))
+		_ = os.MkdirAll(d.projectDir(url), 0o755)
+	}
+	d.projectLog(p).Info("project reset by user: tasks and files removed")
+}
+
+// resultOp carries out a volunteer's action on a task.
+func (d *Daemon) resultOp(url, name, op string, now time.Time) error {
+	canon, err := boinc.CanonicalMasterURL(url)
+	if err != nil {
+		return ErrNoSuchResult
+	}
+	r := d.st.results[entityKey(canon, name)]
+	if r == nil {
+		return ErrNoSuchResult
+	}
+	log := d.taskLog(r)
+	switch op {
+	case "suspend":
+		r.SuspendedViaGUI = true
+		log.Info("task suspended by user")
+	case "resume":
+		r.SuspendedViaGUI = false
+		log.Info("task resumed by user")
+	case "abort":
+		if r.Phase.ReadyToReport() {
+			return errors.New("task is already finished")
+		}
+		if r.Phase == boinc.PhaseUploading {
+			d.abortUploads(r)
+		}
+		d.abortTask(r, boinc.ExitAbortedViaGUI, "aborted by user", now)
+		return nil
+	default:
+		return fmt.Errorf("unknown task operation %q", op)
+	}
+	d.batch.PutResult(r)
+	return nil
+}
+
+func (d *Daemon) abortUploads(r *boinc.Result) {
+	for _, f := range d.st.outputFiles(r) {
+		if x, ok := d.xfers[f.Key()]; ok {
+			x.cancel()
+			delete(d.xfers, f.Key())
+		}
+	}
+}
+
+// transferOp retries or aborts a file transfer.
+func (d *Daemon) transferOp(url, file, op string, now time.Time) error {
+	canon, err := boinc.CanonicalMasterURL(url)
+	if err != nil {
+		return ErrNoSuchFile
+	}
+	f := d.st.files[entityKey(canon, file)]
+	if f == nil {
+		return ErrNoSuchFile
+	}
+	switch op {
+	case "retry":
+		f.Xfer.NextRequestTime = time.Time{}
+	case "abort":
+		if x, ok := d.xfers[f.Key()]; ok {
+			x.cancel()
+			delete(d.xfers, f.Key())
+		}
+		f.Status = boinc.ErrAbortedViaGUI
+		f.ErrorMsg = "transfer aborted by user"
+	default:
+		return fmt.Errorf("unknown transfer operation %q", op)
+	}
+	d.log.Info("file transfer "+op+" by user", slog.String("project", canon), slog.String("file", file))
+	d.batch.PutFile(f)
+	return nil
+}
