@@ -53,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runProbe(rest, stdout, stderr)
 	case "simulate":
 		return runSimulate(rest, stdout, stderr)
+	case "status":
+		return runStatus(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "boincd %d.%d.%d (BOINC client protocol)\n", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease)
 		return 0
@@ -71,6 +73,7 @@ func usage(w io.Writer) {
   boincd demo [--tasks N] [--seconds S] [--dir DIR]  run against a built-in demo project
   boincd probe [--json]                              show what the host probe finds
   boincd simulate [--seed N] [--days D] [--json] SCENARIO.toml  emulate the scheduler (sim/README.md)
+  boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]  show a running client
   boincd version
 Run "boincd run --help" for the daemon's flags.
 `)
