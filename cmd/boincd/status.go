@@ -158,6 +158,7 @@ func writeStatus(w io.Writer, o statusOpts, doc *statusDoc) error {
 	if o.asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(doc); err != nil {
 			return fmt.Errorf("write JSON: %w", err)
 		}
@@ -441,6 +442,17 @@ func buildStatus(addr string, now time.Time, cc *client.CCStatus, st *client.Sta
 		}
 		return url
 	}
+	// The event log names a project by its URL until it knows its name.
+	for i := range doc.NotFetching {
+		doc.NotFetching[i].Project = projectName(doc.NotFetching[i].Project)
+	}
+	sort.SliceStable(doc.NotFetching, func(i, j int) bool {
+		a, b := doc.NotFetching[i], doc.NotFetching[j]
+		if a.Project != b.Project {
+			return a.Project < b.Project
+		}
+		return a.Resource < b.Resource
+	})
 	tasks, running := map[string]int{}, map[string]int{}
 	for i := range st.Results {
 		r := &st.Results[i]
@@ -691,12 +703,6 @@ func (s *notFetchingSet) list() []notFetchInfo {
 	for _, v := range s.m {
 		out = append(out, v)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Project != out[j].Project {
-			return out[i].Project < out[j].Project
-		}
-		return out[i].Resource < out[j].Resource
-	})
 	return out
 }
 
@@ -820,7 +826,7 @@ func renderStatus(w io.Writer, d *statusDoc, loc *time.Location) error {
 			}
 			when := ""
 			if !n.Time.IsZero() {
-				when = " (" + relative(n.Time.Sub(d.Time)) + ")"
+				when = " (" + age(d.Time.Sub(n.Time)) + ")"
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", trimTo(n.Project, 32), rsc, n.Reason, when)
 		}
@@ -894,6 +900,15 @@ func shortDur(d time.Duration) string {
 func relative(d time.Duration) string {
 	if d >= 0 {
 		return "in " + shortDur(d)
+	}
+	return shortDur(d) + " ago"
+}
+
+// age says how long ago something was logged; a message stamped after the
+// client's "now" (clock skew between log and state) is "just now".
+func age(d time.Duration) string {
+	if d < time.Second {
+		return "just now"
 	}
 	return shortDur(d) + " ago"
 }

@@ -234,6 +234,7 @@ func TestStatusSynthetic(t *testing.T) {
 		msg(5, p, `Not requesting work resource=CPU reason="project is suspended"`, 1795268060) +
 		msg(6, "Third", "Not requesting tasks: some download is stalled", 1795268010) +
 		msg(7, "Third", "Requesting new tasks for CPU and NVIDIA GPU", 1795268011) +
+		msg(8, "http://127.0.0.1:18080/", `Not requesting work resource=ATI reason="GPU excluded by cc_config"`, 1795268066) +
 		"</msgs>")
 	s := startOpServer(t, replies)
 	dir := t.TempDir()
@@ -259,6 +260,7 @@ func TestStatusSynthetic(t *testing.T) {
 		"NVIDIA  no applications for this resource",
 		"Other Project",
 		"all     don't need",
+		"BOINC Reference Fake Project  ATI     GPU excluded by cc_config (just now)\n  BOINC Reference Fake Project  CPU",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)

@@ -35,12 +35,12 @@ const (
 // ErrUnauthorized is returned when the client answers <unauthorized/>: a
 // wrong password, or an op that needs authorization on an unauthorized
 // connection.
-var ErrUnauthorized = errors.New("guirpc: unauthorized")
+var ErrUnauthorized = errors.New("unauthorized")
 
 // ErrBroken is returned by calls on a connection whose previous exchange
 // failed half-way: the stream position is unknown, so the connection
 // cannot be reused. Dial again.
-var ErrBroken = errors.New("guirpc: connection unusable after an earlier failure")
+var ErrBroken = errors.New("connection unusable after an earlier failure")
 
 // RPCError is an <error>TEXT</error> reply.
 type RPCError struct {
