@@ -185,8 +185,11 @@ func watchStatus(ctx context.Context, o statusOpts, stdout, stderr io.Writer) in
 			fmt.Fprintln(stderr, "boincd status:", err)
 			return 1
 		}
-		if clearScreen {
+		switch {
+		case clearScreen:
 			fmt.Fprint(stdout, "\x1b[H\x1b[2J")
+		case !first && !o.asJSON:
+			fmt.Fprintln(stdout)
 		}
 		if err != nil {
 			fmt.Fprintf(stdout, "boincd status: %v (retrying every %s)\n", err, o.watch)
@@ -220,6 +223,9 @@ func (s *statusSession) close() {
 }
 
 func (s *statusSession) connect(ctx context.Context) error {
+	// A new connection may be to a restarted client whose event log
+	// starts again at 1.
+	s.seqno, s.nf = 0, notFetchingSet{}
 	hint := func(err error) error {
 		// The dial error repeats the address; keep only its cause.
 		var op *net.OpError

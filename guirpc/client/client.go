@@ -90,13 +90,9 @@ func NormalizeAddr(addr string) string {
 // Addr is the address the client is connected to.
 func (c *Client) Addr() string { return c.addr }
 
-// Close closes the connection.
+// Close closes the connection. It does not wait for a call in progress:
+// that call fails at once, and later calls fail too.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.broken == nil {
-		c.broken = net.ErrClosed
-	}
 	if err := c.conn.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("guirpc: close %s: %w", c.addr, err)
 	}

@@ -604,3 +604,22 @@ func TestSuspendReasonWords(t *testing.T) {
 		}
 	}
 }
+
+func TestCloseUnblocksCall(t *testing.T) {
+	s := startReplay(t, [][]byte{frame("<cc_status>\n</cc_status>")})
+	s.gotRequest = make(chan string, 1)
+	s.release = make(chan struct{})
+	c := dialReplay(t, s)
+	go func() {
+		<-s.gotRequest
+		_ = c.Close()
+	}()
+	_, err := c.GetCCStatus(context.Background())
+	close(s.release)
+	if err == nil {
+		t.Fatal("call survived Close")
+	}
+	if _, err := c.GetCCStatus(context.Background()); !errors.Is(err, ErrBroken) {
+		t.Fatalf("after Close err = %v, want ErrBroken", err)
+	}
+}
