@@ -1,0 +1,379 @@
+package guirpc
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/boincd/boincd/boinc"
+)
+
+// opFunc writes the reply body of one op to w. It may return a function
+// the connection runs after the reply has been sent (quit).
+type opFunc func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context)
+
+type opHandler struct {
+	// noAuth ops are allowed to unauthenticated local connections
+	// (gui_rpcs[] "auth not required").
+	noAuth bool
+	fn     opFunc
+}
+
+// ops is the dispatch table; it is never modified.
+var ops = map[string]opHandler{
+	"exchange_versions":         {true, opExchangeVersions},
+	"get_all_projects_list":     {true, opAllProjectsList},
+	"get_cc_status":             {true, readOp(func(s *Server, st *State, _ *request, w *xw) { writeCCStatus(w, &st.CCStatus, s.logCapacity()) })},
+	"get_disk_usage":            {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDiskUsage(w, &st.DiskUsage) })},
+	"get_daily_xfer_history":    {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDailyXfers(w, st.DailyXfers) })},
+	"get_file_transfers":        {true, readOp(opFileTransfers)},
+	"get_host_info":             {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeHostInfo(w, &st.Host) })},
+	"get_messages":              {true, opMessages},
+	"get_message_count":         {true, opMessageCount},
+	"get_newer_version":         {true, opNewerVersion},
+	"get_notices_public":        {true, opNotices},
+	"get_old_results":           {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeOldResults(w, st.OldResults) })},
+	"get_project_status":        {true, readOp(opProjectStatus)},
+	"get_results":               {true, readOp(opResults)},
+	"get_simple_gui_info":       {true, readOp(opSimpleGUIInfo)},
+	"get_state":                 {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeState(w, st) })},
+	"get_statistics":            {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeStatistics(w, st) })},
+	"get_notices":               {false, opNotices},
+	"get_global_prefs_working":  {false, readOp(func(_ *Server, st *State, _ *request, w *xw) { writePrefs(w, &st.Prefs, st.PrefsOverride != "") })},
+	"get_global_prefs_override": {false, readOp(opPrefsOverride)},
+	"get_global_prefs_file":     {false, readOp(opPrefsFile)},
+	"acct_mgr_info":             {false, opAcctMgrInfo},
+	"get_project_init_status":   {false, opProjectInitStatus},
+	"get_proxy_settings": {false, func(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+		writeProxyInfo(w)
+		return nil
+	}},
+	"project_attach":                {false, opAttach},
+	"project_attach_poll":           {false, opAttachPoll},
+	"project_detach":                {false, projectOp(ProjectDetach)},
+	"project_update":                {false, projectOp(ProjectUpdate)},
+	"project_suspend":               {false, projectOp(ProjectSuspend)},
+	"project_resume":                {false, projectOp(ProjectResume)},
+	"project_nomorework":            {false, projectOp(ProjectNoMoreWork)},
+	"project_allowmorework":         {false, projectOp(ProjectAllowMoreWork)},
+	"project_reset":                 {false, projectOp(ProjectReset)},
+	"project_detach_when_done":      {false, projectOp(ProjectDetachWhenDone)},
+	"project_dont_detach_when_done": {false, projectOp(ProjectDontDetachWhenDone)},
+	"suspend_result":                {false, resultOp(ResultSuspend)},
+	"resume_result":                 {false, resultOp(ResultResume)},
+	"abort_result":                  {false, resultOp(ResultAbort)},
+	"retry_file_transfer":           {false, transferOp(TransferRetry)},
+	"abort_file_transfer":           {false, transferOp(TransferAbort)},
+	"set_run_mode":                  {false, modeOp("run")},
+	"set_gpu_mode":                  {false, modeOp("gpu")},
+	"set_network_mode":              {false, modeOp("network")},
+	"set_global_prefs_override":     {false, opSetPrefsOverride},
+	"read_global_prefs_override":    {false, simpleOp(ReadPrefsOverride{})},
+	"read_cc_config":                {false, simpleOp(ReadCCConfig{})},
+	"run_benchmarks":                {false, simpleOp(RunBenchmarks{})},
+	"network_available":             {false, simpleOp(NetworkAvailable{})},
+	"quit":                          {false, opQuit},
+}
+
+func (s *Server) logCapacity() int {
+	if s.cfg.Log == nil {
+		return 0
+	}
+	return s.cfg.Log.Capacity()
+}
+
+// readOp wraps a writer that needs a State snapshot.
+func readOp(fn func(s *Server, st *State, req *request, w *xw)) opFunc {
+	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+		st, err := s.cfg.Backend.Snapshot(ctx)
+		if err != nil {
+			s.log.Warn("GUI RPC: cannot read client state", slog.String("op", req.op), slog.Any("err", err))
+			w.str("", "error", err.Error())
+			return nil
+		}
+		fn(s, st, req, w)
+		return nil
+	}
+}
+
+// do runs a, writing <success/> or the error.
+func do(ctx context.Context, s *Server, req *request, w *xw, a Action) {
+	if err := s.cfg.Backend.Do(ctx, a); err != nil {
+		s.log.Info("GUI RPC op failed", slog.String("op", req.op), slog.Any("err", err))
+		w.str("", "error", errorText(err))
+		return
+	}
+	w.line("<success/>")
+}
+
+func simpleOp(a Action) opFunc {
+	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+		do(ctx, s, req, w, a)
+		return nil
+	}
+}
+
+// canonicalURL canonicalises a project URL as the C++ server does before
+// looking the project up; an unparsable one is passed on as given, for the
+// backend to report as no such project.
+func canonicalURL(u string) string {
+	if c, err := boinc.CanonicalMasterURL(u); err == nil {
+		return c
+	}
+	return u
+}
+
+func opExchangeVersions(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	writeVersion(w)
+	return nil
+}
+
+func opAllProjectsList(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	// boincd ships no all_projects_list.xml: an empty list.
+	w.line("<projects>")
+	w.line("</projects>")
+	return nil
+}
+
+func opFileTransfers(_ *Server, st *State, _ *request, w *xw) {
+	w.line("<file_transfers>")
+	for i := range st.Transfers {
+		writeTransfer(w, &st.Transfers[i])
+	}
+	w.line("</file_transfers>")
+}
+
+func opProjectStatus(_ *Server, st *State, _ *request, w *xw) {
+	w.line("<projects>")
+	for i := range st.Projects {
+		writeProject(w, st, &st.Projects[i])
+	}
+	w.line("</projects>")
+}
+
+func opResults(_ *Server, st *State, req *request, w *xw) {
+	w.line("<results>")
+	writeResults(w, st, parseBool(req.fields["active_only"], req.has("active_only")))
+	w.line("</results>")
+}
+
+func opSimpleGUIInfo(_ *Server, st *State, _ *request, w *xw) {
+	w.line("<simple_gui_info>")
+	for i := range st.Projects {
+		writeProject(w, st, &st.Projects[i])
+	}
+	writeResults(w, st, false)
+	w.line("</simple_gui_info>")
+}
+
+// parseBool is XML_PARSER::parse_bool: <x/> or <x>N</x> with N != 0.
+func parseBool(v string, present bool) bool {
+	if !present {
+		return false
+	}
+	if v == "" {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	return err == nil && n != 0
+}
+
+func parseSeqno(req *request) int64 {
+	n, _ := strconv.ParseInt(req.fields["seqno"], 10, 64)
+	return n
+}
+
+func opMessages(_ context.Context, s *Server, req *request, w *xw) func(context.Context) {
+	if s.cfg.Log == nil {
+		writeMessages(w, nil)
+		return nil
+	}
+	writeMessages(w, s.cfg.Log.Since(parseSeqno(req)))
+	return nil
+}
+
+func opMessageCount(_ context.Context, s *Server, _ *request, w *xw) func(context.Context) {
+	var n int64
+	if s.cfg.Log != nil {
+		n = s.cfg.Log.LastSeqno()
+	}
+	w.int("", "seqno", n)
+	return nil
+}
+
+func opNotices(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	// boincd has no notices (no RSS feeds, no scheduler notices).
+	w.line("<notices>")
+	w.line("</notices>")
+	return nil
+}
+
+func opNewerVersion(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	w.str("", "newer_version", "")
+	w.str("", "download_url", "")
+	return nil
+}
+
+func opAcctMgrInfo(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	w.line("<acct_mgr_info>")
+	w.str("   ", "acct_mgr_url", "")
+	w.str("   ", "acct_mgr_name", "")
+	w.line("</acct_mgr_info>")
+	return nil
+}
+
+func opProjectInitStatus(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	w.line("<get_project_init_status>")
+	w.str("    ", "url", "")
+	w.str("    ", "name", "")
+	w.str("    ", "team_name", "")
+	w.str("    ", "setup_cookie", "")
+	w.line("</get_project_init_status>")
+	return nil
+}
+
+func opPrefsOverride(_ *Server, st *State, _ *request, w *xw) {
+	if strings.TrimSpace(st.PrefsOverride) == "" {
+		w.line("<error>no prefs override file</error>")
+		return
+	}
+	w.line(strings.TrimSpace(st.PrefsOverride))
+}
+
+func opPrefsFile(_ *Server, st *State, _ *request, w *xw) {
+	if strings.TrimSpace(st.PrefsFile) == "" {
+		// What the C++ client answers when global_prefs.xml cannot be
+		// opened (ERR_FOPEN).
+		w.line("<error>-108</error>")
+		return
+	}
+	w.line(strings.TrimSpace(st.PrefsFile))
+}
+
+func opSetPrefsOverride(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+	inner, ok := req.innerXML()
+	if !ok {
+		w.line("<error>Missing override prefs</error>")
+		return nil
+	}
+	if err := s.cfg.Backend.Do(ctx, SetPrefsOverride{XML: inner}); err != nil {
+		s.log.Info("GUI RPC op failed", slog.String("op", req.op), slog.Any("err", err))
+		w.str("", "error", errorText(err))
+		return nil
+	}
+	w.line("<status>0</status>")
+	return nil
+}
+
+func opAttach(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+	url := req.fields["project_url"]
+	auth := req.fields["authenticator"]
+	if url == "" {
+		// Also the answer to <use_config_file/>: boincd has no
+		// project_init.xml to take the project from.
+		w.line("<error>Missing URL</error>")
+		return nil
+	}
+	if auth == "" {
+		w.line("<error>Missing authenticator</error>")
+		return nil
+	}
+	do(ctx, s, req, w, Attach{URL: canonicalURL(url), Authenticator: auth, Name: req.fields["project_name"]})
+	return nil
+}
+
+func opAttachPoll(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	// Attach completes within project_attach, so the poll always reports
+	// success.
+	w.line("<project_attach_reply>")
+	w.int("    ", "error_num", 0)
+	w.line("</project_attach_reply>")
+	return nil
+}
+
+func projectOp(op string) opFunc {
+	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+		url := req.fields["project_url"]
+		if url == "" {
+			w.line("<error>Missing project URL</error>")
+			return nil
+		}
+		do(ctx, s, req, w, ProjectOp{URL: canonicalURL(url), Op: op})
+		return nil
+	}
+}
+
+func resultOp(op string) opFunc {
+	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+		url, name := req.fields["project_url"], req.fields["name"]
+		if url == "" {
+			w.line("<error>No such project</error>")
+			return nil
+		}
+		if name == "" {
+			w.line("<error>Missing result name</error>")
+			return nil
+		}
+		do(ctx, s, req, w, ResultOp{URL: canonicalURL(url), Name: name, Op: op})
+		return nil
+	}
+}
+
+func transferOp(op string) opFunc {
+	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+		url, file := req.fields["project_url"], req.fields["filename"]
+		if url == "" {
+			w.line("<error>No such project</error>")
+			return nil
+		}
+		if file == "" {
+			w.line("<error>Missing filename</error>")
+			return nil
+		}
+		do(ctx, s, req, w, TransferOp{URL: canonicalURL(url), File: file, Op: op})
+		return nil
+	}
+}
+
+func modeOp(which string) opFunc {
+	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+		m := 0
+		switch {
+		case req.has("always"):
+			m = ModeAlways
+		case req.has("auto"):
+			m = ModeAuto
+		case req.has("never"):
+			m = ModeNever
+		case req.has("restore"):
+			m = ModeRestore
+		}
+		if m == 0 {
+			w.line("<error>Missing mode</error>")
+			return nil
+		}
+		var dur float64
+		if v, ok := req.fields["duration"]; ok && v != "" {
+			d, err := strconv.ParseFloat(v, 64)
+			if err != nil || d < 0 || d != d {
+				w.str("", "error", "bad duration: "+v)
+				return nil
+			}
+			dur = d
+		}
+		do(ctx, s, req, w, SetMode{Which: which, Mode: m, Duration: dur})
+		return nil
+	}
+}
+
+func opQuit(_ context.Context, s *Server, _ *request, w *xw) func(context.Context) {
+	// The C++ client answers first and exits afterwards; doing it in this
+	// order lets the reply out before the daemon shuts the server down.
+	w.line("<success/>")
+	return func(ctx context.Context) {
+		if err := s.cfg.Backend.Do(ctx, Quit{}); err != nil {
+			s.log.Warn("GUI RPC quit failed", slog.Any("err", err))
+		}
+	}
+}

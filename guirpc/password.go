@@ -1,0 +1,63 @@
+package guirpc
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PasswordFile is the GUI RPC password file in the data directory.
+const PasswordFile = "gui_rpc_auth.cfg"
+
+// LoadOrCreatePassword returns the GUI RPC password: the first line of
+// dataDir/gui_rpc_auth.cfg with surrounding whitespace removed ("" means no
+// password). When the file is missing it is created, mode 0600, holding a
+// random 32-hex-digit password, as the C++ client does.
+func LoadOrCreatePassword(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, PasswordFile)
+	data, err := os.ReadFile(path)
+	if err == nil {
+		line, _, _ := bytes.Cut(data, []byte("\n"))
+		return strings.TrimSpace(string(line)), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("read GUI RPC password %s: %w", path, err)
+	}
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("generate GUI RPC password: %w", err)
+	}
+	pw := hex.EncodeToString(raw[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		// Another process created it between our read and create: use
+		// theirs so both agree.
+		return LoadOrCreatePassword(dataDir)
+	}
+	if err != nil {
+		return "", fmt.Errorf("create GUI RPC password %s: %w", path, err)
+	}
+	w := bufio.NewWriter(f)
+	_, err = w.WriteString(pw + "\n")
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("write GUI RPC password %s: %w", path, err)
+	}
+	return pw, nil
+}

@@ -1,0 +1,454 @@
+// Package guirpc is boincd's BOINC GUI RPC server: the TCP protocol (port
+// 31416) that boinccmd, BOINC Manager and boinctui use to watch and steer a
+// BOINC client. It speaks the C++ client's dialect exactly: the same
+// framing, authentication, access rules and reply layout, down to the line
+// breaks that line-oriented GUI parsers depend on (PROTOCOLS.md §5).
+//
+// The server owns no client state. Read ops render a State snapshot the
+// Backend returns; state-changing ops become an Action the Backend carries
+// out. The event log is served from an eventlog.Log.
+package guirpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/boincd/boincd/eventlog"
+)
+
+// Defaults and limits (client/gui_rpc_server.h and friends).
+const (
+	DefaultAddr = "127.0.0.1:31416"
+	// MaxRequest is the most bytes a request may have before its \003;
+	// the C++ server drops the connection past it.
+	MaxRequest = 100000
+	// DefaultMaxConns bounds concurrent connections.
+	DefaultMaxConns = 32
+	// DefaultIdleTimeout closes a connection that sends nothing for that
+	// long; GUIs reconnect by themselves.
+	DefaultIdleTimeout = 30 * time.Second
+	// backendTimeout bounds one Snapshot or Do call.
+	backendTimeout = 30 * time.Second
+)
+
+// Config configures a Server.
+type Config struct {
+	// Addr is the listen address, DefaultAddr when empty. With
+	// AllowRemote or AllowHosts and a loopback (or empty) host, the
+	// server binds all interfaces on the same port.
+	Addr string
+	// AllowRemote accepts connections from any host (allow_remote_gui_rpc).
+	AllowRemote bool
+	// AllowHosts are further hosts (names or IPs) allowed to connect
+	// (remote_hosts.cfg). Names are resolved at each connection.
+	AllowHosts []string
+	// Password is the gui_rpc_auth.cfg password; "" means none.
+	Password string
+	Backend  Backend
+	// Log serves get_messages and get_message_count; nil serves an empty
+	// log.
+	Log    *eventlog.Log
+	Logger *slog.Logger
+	// MaxConns and IdleTimeout default to DefaultMaxConns and
+	// DefaultIdleTimeout.
+	MaxConns    int
+	IdleTimeout time.Duration
+	// Resolver resolves AllowHosts names; net.DefaultResolver when nil.
+	Resolver *net.Resolver
+}
+
+// Server is a listening GUI RPC server.
+type Server struct {
+	cfg Config
+	ln  net.Listener
+	log *slog.Logger
+
+	mu        sync.Mutex
+	conns     map[net.Conn]struct{}
+	closed    bool
+	serving   bool
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+}
+
+// Listen validates cfg and opens the listening socket.
+func Listen(cfg Config) (*Server, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("guirpc: Config.Backend is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	addr, err := listenAddr(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("guirpc: listen on %s: %w", addr, err)
+	}
+	return &Server{
+		cfg:   cfg,
+		ln:    ln,
+		log:   cfg.Logger,
+		conns: map[net.Conn]struct{}{},
+		done:  make(chan struct{}),
+	}, nil
+}
+
+// listenAddr is Addr, widened to all interfaces when remote hosts may
+// connect (the C++ client binds INADDR_ANY then).
+func listenAddr(cfg Config) (string, error) {
+	addr := cfg.Addr
+	if addr == "" {
+		addr = DefaultAddr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("guirpc: listen address %q: %w", addr, err)
+	}
+	if cfg.AllowRemote || len(cfg.AllowHosts) > 0 {
+		if ip := net.ParseIP(host); host == "" || host == "localhost" || (ip != nil && ip.IsLoopback()) {
+			host = ""
+		}
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts connections until ctx is done or Close is called, then
+// closes every connection and returns once their goroutines have ended.
+func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	if s.serving {
+		s.mu.Unlock()
+		return errors.New("guirpc: Serve called twice")
+	}
+	s.serving = true
+	s.mu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-ctx.Done():
+		case <-s.done:
+		}
+		s.shutdown()
+	}()
+	defer func() {
+		cancel()
+		<-stopped
+		s.wg.Wait()
+	}()
+
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.isClosed() || ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+				// Out of file descriptors or a transient failure: wait a
+				// little rather than spin.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.log.Warn("GUI RPC accept failed; retrying", slog.Any("err", err), slog.Duration("in", delay))
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+				}
+				continue
+			}
+			return fmt.Errorf("guirpc: accept on %s: %w", s.ln.Addr(), err)
+		}
+		delay = 0
+		if !s.track(c) {
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(c)
+			s.serveConn(ctx, c)
+		}()
+	}
+}
+
+// track registers c, refusing it when the server is closing or full.
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return false
+	}
+	if len(s.conns) >= s.cfg.MaxConns {
+		s.log.Warn("GUI RPC connection refused: too many connections",
+			slog.String("peer", c.RemoteAddr().String()), slog.Int("max", s.cfg.MaxConns))
+		_ = c.Close()
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	_ = c.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	conns := make([]net.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	_ = s.ln.Close()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
+// Close stops the server: the listener and every connection are closed
+// and, if Serve is running, it returns once its connections have ended.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() { close(s.done) })
+	s.mu.Lock()
+	serving := s.serving
+	s.mu.Unlock()
+	if !serving {
+		s.shutdown()
+	}
+	s.wg.Wait()
+	return nil
+}
+
+// isLocal reports whether a peer counts as local: loopback.
+func isLocal(addr net.Addr) bool {
+	switch a := addr.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
+}
+
+// allowed is the C++ client's connect check: local peers, any peer with
+// allow_remote_gui_rpc, or a peer listed (by IP or by a name resolving to
+// its IP) in remote_hosts.cfg.
+func allowed(ctx context.Context, cfg *Config, peer net.IP) bool {
+	if peer.IsLoopback() || cfg.AllowRemote {
+		return true
+	}
+	for _, h := range cfg.AllowHosts {
+		if ip := net.ParseIP(h); ip != nil {
+			if ip.Equal(peer) {
+				return true
+			}
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		addrs, err := cfg.Resolver.LookupIPAddr(rctx, h)
+		cancel()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if a.IP.Equal(peer) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// conn is one client connection's protocol state.
+type conn struct {
+	s       *Server
+	c       net.Conn
+	local   bool
+	peer    string
+	authOK  bool // authenticated, or no password configured
+	gotA1   bool
+	gotA2   bool
+	nonce   string
+	sentUna bool // a remote peer already got <unauthorized/>
+}
+
+// errClose ends a connection after the reply (if any) is sent.
+var errClose = errors.New("close connection")
+
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	tcp, _ := c.RemoteAddr().(*net.TCPAddr)
+	local := isLocal(c.RemoteAddr())
+	if !local {
+		if tcp == nil || !allowed(ctx, &s.cfg, tcp.IP) {
+			s.log.Warn("GUI RPC connection refused: host not allowed", slog.String("peer", c.RemoteAddr().String()))
+			return
+		}
+	}
+	cc := &conn{s: s, c: c, local: local, peer: c.RemoteAddr().String(), authOK: s.cfg.Password == ""}
+	r := bufio.NewReaderSize(c, 4096)
+	for {
+		msg, err := readMessage(r, c, s.cfg.IdleTimeout)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+				s.log.Debug("GUI RPC connection ended", slog.String("peer", cc.peer), slog.Any("err", err))
+			}
+			return
+		}
+		reply, after, err := cc.handle(ctx, msg)
+		if reply != nil {
+			out := make([]byte, 0, len(reply)+64)
+			out = append(out, "<boinc_gui_rpc_reply>\n"...)
+			out = append(out, reply...)
+			out = append(out, "</boinc_gui_rpc_reply>\n\003"...)
+			_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			if _, werr := c.Write(out); werr != nil {
+				s.log.Debug("GUI RPC write failed", slog.String("peer", cc.peer), slog.Any("err", werr))
+				return
+			}
+		}
+		if after != nil {
+			actx, cancel := context.WithTimeout(ctx, backendTimeout)
+			after(actx)
+			cancel()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// errTooLong is a request over MaxRequest bytes without its terminator.
+var errTooLong = fmt.Errorf("request longer than %d bytes without \\003", MaxRequest)
+
+// readMessage reads up to and excluding the next \003.
+func readMessage(r *bufio.Reader, c net.Conn, idle time.Duration) ([]byte, error) {
+	var msg []byte
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(idle))
+		chunk, err := r.ReadSlice(3)
+		msg = append(msg, chunk...)
+		n := len(msg)
+		if err == nil {
+			n-- // the terminator
+		}
+		if n > MaxRequest {
+			return nil, errTooLong
+		}
+		if err == nil {
+			return msg[:len(msg)-1], nil
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if errors.Is(err, io.EOF) && len(msg) > 0 {
+			return nil, fmt.Errorf("connection closed inside a request: %w", io.ErrUnexpectedEOF)
+		}
+		return nil, err
+	}
+}
+
+// handle answers one message. It returns the reply body (nil for none),
+// an optional function to run after the reply is sent, and errClose when
+// the connection must then be closed.
+func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Context), error) {
+	s := cc.s
+	w := &xw{}
+	req, perr := parseRequest(msg)
+	if perr != nil {
+		if errors.Is(perr, errNoOp) {
+			w.line("<error>missing request</error>")
+		} else {
+			w.str("", "error", perr.Error())
+		}
+		return []byte(w.String()), nil, nil
+	}
+	switch {
+	case req.op == "auth1":
+		if cc.gotA1 && !cc.authOK {
+			return nil, nil, errClose
+		}
+		cc.gotA1 = true
+		cc.nonce = strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64)
+		w.str("", "nonce", cc.nonce)
+		return []byte(w.String()), nil, nil
+	case req.op == "auth2":
+		if (!cc.gotA1 || cc.gotA2) && !cc.authOK {
+			return nil, nil, errClose
+		}
+		cc.gotA2 = true
+		sum := md5.Sum([]byte(cc.nonce + s.cfg.Password))
+		want := hex.EncodeToString(sum[:])
+		got := bytes.ToLower([]byte(req.fields["nonce_hash"]))
+		if subtle.ConstantTimeCompare(got, []byte(want)) != 1 {
+			s.log.Warn("GUI RPC authentication failed", slog.String("peer", cc.peer))
+			w.line("<unauthorized/>")
+			return []byte(w.String()), nil, errClose
+		}
+		cc.authOK = true
+		w.line("<authorized/>")
+		return []byte(w.String()), nil, nil
+	case !cc.authOK && !cc.local && req.op != "get_auth_id":
+		w.line("<unauthorized/>")
+		if cc.sentUna {
+			return []byte(w.String()), nil, errClose
+		}
+		cc.sentUna = true
+		return []byte(w.String()), nil, nil
+	}
+	h, ok := ops[req.op]
+	if !ok {
+		w.str("", "error", "unrecognized op: "+req.op)
+		return []byte(w.String()), nil, nil
+	}
+	if !cc.authOK && !h.noAuth {
+		w.line("<unauthorized/>")
+		return []byte(w.String()), nil, nil
+	}
+	bctx, cancel := context.WithTimeout(ctx, backendTimeout)
+	defer cancel()
+	after := h.fn(bctx, s, req, w)
+	return []byte(w.String()), after, nil
+}
