@@ -64,7 +64,7 @@ type ring struct {
 	start int // index of the oldest message in buf
 	n     int
 	last  int64
-	namer func(url string) string
+	namer ProjectNamer
 }
 
 // Log is the event log and the slog.Handler feeding it. Handlers derived
@@ -88,11 +88,16 @@ func New(next slog.Handler, capacity int) *Log {
 	return &Log{r: &ring{buf: make([]Message, capacity)}, next: next}
 }
 
-// SetProjectNamer sets how project URLs are turned into names when
-// messages are read. fn is called without any lock of the Log held, so it
-// may itself log or take the caller's locks; "" means "no name yet" and the
-// URL is shown.
-func (l *Log) SetProjectNamer(fn func(url string) string) {
+// ProjectNamer maps a project's master URL to its name; "" means "no name
+// yet", and the URL is shown instead.
+type ProjectNamer func(url string) string
+
+// SetProjectNamer sets how project URLs are turned into names. Names are
+// looked up when messages are read (so a project named by its first
+// scheduler reply is named in older messages too), and fn is called
+// without any lock of the Log held, so it may itself log or take the
+// caller's locks.
+func (l *Log) SetProjectNamer(fn ProjectNamer) {
 	l.r.mu.Lock()
 	l.r.namer = fn
 	l.r.mu.Unlock()

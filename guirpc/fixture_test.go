@@ -571,6 +571,13 @@ func TestFixtureReplay(t *testing.T) {
 					t.Error("connection still open after a failed auth2")
 				}
 			}
+			if name == "quit" {
+				// Quit is carried out after the reply has gone out.
+				deadline := time.Now().Add(5 * time.Second)
+				for len(backend.done()) == 0 && time.Now().Before(deadline) {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
 			checkActions(t, name, backend.done())
 		})
 	}

@@ -10,7 +10,6 @@
 package guirpc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/md5"
@@ -81,6 +80,7 @@ type Server struct {
 	closed    bool
 	serving   bool
 	done      chan struct{} // closed by Close
+	served    chan struct{} // closed when Serve returns
 	closeOnce sync.Once
 	wg        sync.WaitGroup
 }
@@ -111,11 +111,12 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("guirpc: listen on %s: %w", addr, err)
 	}
 	return &Server{
-		cfg:   cfg,
-		ln:    ln,
-		log:   cfg.Logger,
-		conns: map[net.Conn]struct{}{},
-		done:  make(chan struct{}),
+		cfg:    cfg,
+		ln:     ln,
+		log:    cfg.Logger,
+		conns:  map[net.Conn]struct{}{},
+		done:   make(chan struct{}),
+		served: make(chan struct{}),
 	}, nil
 }
 
@@ -167,6 +168,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		cancel()
 		<-stopped
 		s.wg.Wait()
+		close(s.served)
 	}()
 
 	var delay time.Duration
@@ -255,10 +257,11 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	serving := s.serving
 	s.mu.Unlock()
-	if !serving {
+	if serving {
+		<-s.served
+	} else {
 		s.shutdown()
 	}
-	s.wg.Wait()
 	return nil
 }
 
@@ -328,9 +331,9 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		}
 	}
 	cc := &conn{s: s, c: c, local: local, peer: c.RemoteAddr().String(), authOK: s.cfg.Password == ""}
-	r := bufio.NewReaderSize(c, 4096)
+	r := &msgReader{c: c, idle: s.cfg.IdleTimeout}
 	for {
-		msg, err := readMessage(r, c, s.cfg.IdleTimeout)
+		msg, err := r.next()
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				s.log.Debug("GUI RPC connection ended", slog.String("peer", cc.peer), slog.Any("err", err))
@@ -363,30 +366,41 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 // errTooLong is a request over MaxRequest bytes without its terminator.
 var errTooLong = fmt.Errorf("request longer than %d bytes without \\003", MaxRequest)
 
-// readMessage reads up to and excluding the next \003.
-func readMessage(r *bufio.Reader, c net.Conn, idle time.Duration) ([]byte, error) {
-	var msg []byte
+// msgReader splits a connection's byte stream into \003-terminated
+// messages.
+type msgReader struct {
+	c    net.Conn
+	idle time.Duration
+	buf  []byte // received, not yet returned
+	scan int    // buf[:scan] holds no \003
+}
+
+// next returns the next message without its \003. A message longer than
+// MaxRequest is an error as soon as that many bytes have arrived, as in
+// the C++ server.
+func (m *msgReader) next() ([]byte, error) {
+	var chunk [4096]byte
 	for {
-		_ = c.SetReadDeadline(time.Now().Add(idle))
-		chunk, err := r.ReadSlice(3)
-		msg = append(msg, chunk...)
-		n := len(msg)
-		if err == nil {
-			n-- // the terminator
+		if i := bytes.IndexByte(m.buf[m.scan:], 3); i >= 0 {
+			end := m.scan + i
+			msg := m.buf[:end:end]
+			m.buf = m.buf[end+1:]
+			m.scan = 0
+			return msg, nil
 		}
-		if n > MaxRequest {
+		m.scan = len(m.buf)
+		if len(m.buf) > MaxRequest {
 			return nil, errTooLong
 		}
-		if err == nil {
-			return msg[:len(msg)-1], nil
+		_ = m.c.SetReadDeadline(time.Now().Add(m.idle))
+		n, err := m.c.Read(chunk[:])
+		m.buf = append(m.buf, chunk[:n]...)
+		if err != nil && n == 0 {
+			if errors.Is(err, io.EOF) && len(m.buf) > 0 {
+				return nil, fmt.Errorf("connection closed inside a request: %w", io.ErrUnexpectedEOF)
+			}
+			return nil, err
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if errors.Is(err, io.EOF) && len(msg) > 0 {
-			return nil, fmt.Errorf("connection closed inside a request: %w", io.ErrUnexpectedEOF)
-		}
-		return nil, err
 	}
 }
 
