@@ -693,6 +693,14 @@ func TestBoinccmd(t *testing.T) {
 		{[]string{"--set_run_mode", "never", "3600"}, nil},
 		{[]string{"--task", testURL, "task_cpu_running", "suspend"}, nil},
 		{[]string{"--project", testURL, "update"}, nil},
+		{[]string{"--project_attach", "http://NEW.example.org", "key123"}, nil},
+		{[]string{"--set_gpu_mode", "auto", "0"}, nil},
+		{[]string{"--file_transfer", testURL2, "wu_gpu_1_in", "retry"}, nil},
+		{[]string{"--read_global_prefs_override"}, nil},
+		{[]string{"--read_cc_config"}, nil},
+		{[]string{"--run_benchmarks"}, nil},
+		{[]string{"--network_available"}, nil},
+		{[]string{"--quit"}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -708,6 +716,14 @@ func TestBoinccmd(t *testing.T) {
 		SetMode{Which: "run", Mode: ModeNever, Duration: 3600},
 		ResultOp{URL: testURL, Name: "task_cpu_running", Op: ResultSuspend},
 		ProjectOp{URL: testURL, Op: ProjectUpdate},
+		Attach{URL: "http://new.example.org/", Authenticator: "key123"},
+		SetMode{Which: "gpu", Mode: ModeAuto},
+		TransferOp{URL: testURL2, File: "wu_gpu_1_in", Op: TransferRetry},
+		ReadPrefsOverride{}, ReadCCConfig{}, RunBenchmarks{}, NetworkAvailable{}, Quit{},
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(b.done()) < len(wantActions) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // quit acts after its reply
 	}
 	if got := b.done(); fmt.Sprint(got) != fmt.Sprint(wantActions) {
 		t.Errorf("actions %+v, want %+v", got, wantActions)
