@@ -61,3 +61,30 @@ func LoadOrCreatePassword(dataDir string) (string, error) {
 	}
 	return pw, nil
 }
+
+// RemoteHostsFile lists the hosts allowed to connect, like the C++
+// client's remote_hosts.cfg.
+const RemoteHostsFile = "remote_hosts.cfg"
+
+// LoadRemoteHosts reads dataDir/remote_hosts.cfg: one host name or IP per
+// line; blank lines and lines starting with '#' or ';' are ignored. A
+// missing file means no extra hosts.
+func LoadRemoteHosts(dataDir string) ([]string, error) {
+	path := filepath.Join(dataDir, RemoteHostsFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read remote hosts %s: %w", path, err)
+	}
+	var hosts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		hosts = append(hosts, line)
+	}
+	return hosts, nil
+}

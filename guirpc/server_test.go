@@ -739,3 +739,18 @@ func TestBoinccmd(t *testing.T) {
 		t.Errorf("wrong password: err %v, output %s", err, out)
 	}
 }
+
+func TestLoadRemoteHosts(t *testing.T) {
+	dir := t.TempDir()
+	if hosts, err := LoadRemoteHosts(dir); err != nil || hosts != nil {
+		t.Fatalf("missing file: %v, %v", hosts, err)
+	}
+	content := "# comment\n; other comment\n\n 192.0.2.7 \nmanager.example.org\r\n"
+	if err := os.WriteFile(filepath.Join(dir, RemoteHostsFile), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hosts, err := LoadRemoteHosts(dir)
+	if err != nil || fmt.Sprint(hosts) != "[192.0.2.7 manager.example.org]" {
+		t.Fatalf("hosts %q, %v", hosts, err)
+	}
+}
