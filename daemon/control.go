@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/taskrunner"
 )
 
@@ -113,10 +114,10 @@ func (d *Daemon) setMode(which string, mode int, dur time.Duration, now time.Tim
 // Errors the control operations return; their text is what GUI RPC
 // clients show (the C++ client's wording).
 var (
-	ErrNoSuchProject   = errors.New("No such project")
-	ErrNoSuchResult    = errors.New("no such result")
-	ErrNoSuchFile      = errors.New("No such file")
-	ErrAlreadyAttached = errors.New("Already attached to project")
+	ErrNoSuchProject   = guirpc.ErrNoSuchProject
+	ErrNoSuchResult    = guirpc.ErrNoSuchResult
+	ErrNoSuchFile      = guirpc.ErrNoSuchFile
+	ErrAlreadyAttached = guirpc.ErrAlreadyAttached
 )
 
 // projectOp carries out a volunteer's action on a project.

@@ -27,6 +27,8 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/coproc"
+	"github.com/boincd/boincd/eventlog"
+	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/rpcclient"
 	"github.com/boincd/boincd/statefile"
 	"github.com/boincd/boincd/taskrunner"
@@ -60,6 +62,9 @@ type Options struct {
 	// long after completion (SCHEDULING.md §4.4: 1 h).
 	MaxReportDelay time.Duration
 	QuitGrace      time.Duration // default 60 s
+	// GUIRPCAddr overrides the config's GUI RPC address ("127.0.0.1:0"
+	// in tests; "off" disables GUI RPC).
+	GUIRPCAddr string
 	// HTTPStallTimeout aborts a transfer or RPC that receives nothing for
 	// this long (default 5 min, the C++ client's low-speed limit).
 	HTTPStallTimeout time.Duration
@@ -126,6 +131,11 @@ type Daemon struct {
 
 	nextFetchCheck time.Time
 	core           *core
+	elog           *eventlog.Log
+	names          projectNames
+	guiAddr        string
+	oldResults     []guirpc.OldResult
+	stop           context.CancelFunc
 	modes          modes
 	rpcDetached    map[string]string                  // config projects detached over GUI RPC → their entry digest
 	sched          map[string]*workfetch.ProjectState // per project: debts, backoffs, DCF
@@ -157,7 +167,12 @@ func New(opt Options) (*Daemon, error) {
 	}
 	opt.DataDir = abs
 	opt.setDefaults()
-	return &Daemon{
+	// Every record goes to the journal and into the event log that
+	// boinccmd --get_messages and BOINC Manager show: one source of truth.
+	elog := eventlog.New(opt.Logger.Handler(), eventlog.DefaultCapacity)
+	opt.Logger = slog.New(elog)
+	d := &Daemon{
+		elog:        elog,
 		opt:         opt,
 		log:         opt.Logger.With(slog.String("component", "client")),
 		rand:        rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
@@ -170,7 +185,9 @@ func New(opt Options) (*Daemon, error) {
 		core:        newCore(),
 		sched:       map[string]*workfetch.ProjectState{},
 		rpcDetached: map[string]string{},
-	}, nil
+	}
+	elog.SetProjectNamer(d.names.get)
+	return d, nil
 }
 
 // Reload asks the daemon to re-read its config (SIGHUP).
@@ -230,6 +247,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d.ctx = runCtx
+	d.stop = cancel
+	for _, p := range d.st.projects {
+		d.names.set(p.MasterURL, p.ProjectName)
+	}
 
 	d.initHost(runCtx, snap.Meta)
 	d.http = rpcclient.New(rpcclient.Options{
@@ -247,6 +268,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	d.recoverTasks()
 	d.reconcile(cfg, time.Now())
+	d.startGUIRPC(runCtx)
 	d.log.Info("boincd started",
 		slog.String("data_dir", d.opt.DataDir),
 		slog.Int("projects", len(d.st.projects)),
@@ -275,7 +297,6 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.handleTaskExit(ev, time.Now())
 		case q := <-d.queries:
 			q()
-			continue
 		case <-d.reloadCh:
 			d.reloadConfig(time.Now())
 		case now := <-tick.C:

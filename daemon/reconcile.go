@@ -4,15 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/taskrunner"
 )
 
@@ -110,6 +111,7 @@ func (d *Daemon) attach(url, key, origin string) *boinc.Project {
 		Origin:             origin,
 	}
 	d.st.projects[url] = p
+	d.names.set(url, "")
 	if err := os.MkdirAll(d.projectDir(url), 0o755); err != nil {
 		d.projectLog(p).Error("cannot create project directory", slog.Any("err", err))
 	}
@@ -120,12 +122,15 @@ func (d *Daemon) attach(url, key, origin string) *boinc.Project {
 
 // attachViaRPC is project_attach from boinccmd or BOINC Manager.
 func (d *Daemon) attachViaRPC(url, key string, now time.Time) error {
+	if strings.TrimSpace(url) == "" {
+		return guirpc.ErrMissingURL
+	}
 	canon, err := boinc.CanonicalMasterURL(url)
 	if err != nil {
 		return err
 	}
 	if key == "" {
-		return errors.New("Missing authenticator")
+		return guirpc.ErrMissingAuthenticator
 	}
 	if _, ok := d.st.projects[canon]; ok {
 		return ErrAlreadyAttached
@@ -251,6 +256,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleRPCDone(ev, now)
 	case masterDone:
 		d.handleMasterDone(ev, now)
+	case benchDone:
+		d.handleBenchDone(ev, now)
 	}
 }
 

@@ -400,8 +400,9 @@ func (d *Daemon) rpcFailed(p *boinc.Project, err error, now time.Time) {
 }
 
 func (d *Daemon) applyProjectInfo(p *boinc.Project, rep *rpcclient.SchedulerReply) {
-	if rep.ProjectName != "" {
+	if rep.ProjectName != "" && rep.ProjectName != p.ProjectName {
 		p.ProjectName = rep.ProjectName
+		d.names.set(p.MasterURL, p.ProjectName)
 	}
 	if rep.UserName != "" {
 		p.UserName = rep.UserName
@@ -524,6 +525,7 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 // ackResult forgets a result the server acknowledged, with its workunit
 // and files once nothing else uses them.
 func (d *Daemon) ackResult(r *boinc.Result) {
+	d.rememberOldResult(r, time.Now())
 	_ = r.SetPhase(boinc.PhaseAcked)
 	delete(d.st.results, r.Key())
 	d.batch.DeleteResult(r.Key())

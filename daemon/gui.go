@@ -1,0 +1,383 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/coproc"
+	"github.com/boincd/boincd/guirpc"
+)
+
+// oldResultsKept bounds the list get_old_results shows (acknowledged
+// results since the daemon started).
+const oldResultsKept = 100
+
+// projectNames maps URLs to names for the event log, which reads it from
+// GUI RPC goroutines; the one lock in the daemon, guarding a value that
+// only the owner goroutine writes.
+type projectNames struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+func (n *projectNames) set(url, name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.m == nil {
+		n.m = map[string]string{}
+	}
+	n.m[url] = name
+}
+
+func (n *projectNames) get(url string) string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.m[url]
+}
+
+// startGUIRPC opens the GUI RPC listener that boinccmd, BOINC Manager and
+// boinctui use. A failure (port taken) is logged and the daemon runs on
+// without it: computing matters more than the remote control.
+func (d *Daemon) startGUIRPC(ctx context.Context) {
+	addr := d.cfg.GUIRPC.Address
+	if d.opt.GUIRPCAddr != "" {
+		addr = d.opt.GUIRPCAddr
+	}
+	if addr == "" || addr == "off" {
+		return
+	}
+	pass, err := guirpc.LoadOrCreatePassword(d.opt.DataDir)
+	if err != nil {
+		d.log.Error("GUI RPC disabled: cannot read or create the password file", slog.Any("err", err))
+		return
+	}
+	if pass == "" {
+		d.log.Warn("GUI RPC password is empty: any local program may control boincd", slog.String("file", filepath.Join(d.opt.DataDir, "gui_rpc_auth.cfg")))
+	}
+	hosts, err := guirpc.LoadRemoteHosts(d.opt.DataDir)
+	if err != nil {
+		d.log.Warn("remote_hosts.cfg ignored", slog.Any("err", err))
+	}
+	hosts = append(hosts, d.cfg.GUIRPC.AllowHosts...)
+	srv, err := guirpc.Listen(guirpc.Config{
+		Addr:        addr,
+		AllowRemote: d.cfg.GUIRPC.AllowRemote,
+		AllowHosts:  hosts,
+		Password:    pass,
+		Backend:     rpcBackend{d},
+		Log:         d.elog,
+		Logger:      d.opt.Logger.With(slog.String("component", "guirpc")),
+	})
+	if err != nil {
+		d.log.Error("GUI RPC disabled: cannot listen", slog.String("address", addr), slog.Any("err", err))
+		return
+	}
+	d.guiAddr = srv.Addr().String()
+	d.log.Info("GUI RPC listening", slog.String("address", d.guiAddr))
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := srv.Serve(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			d.log.Warn("GUI RPC server stopped", slog.Any("err", err))
+		}
+	}()
+}
+
+// GUIRPCAddr is the address GUI RPC listens on ("" before Run or when
+// disabled); tests use it with port 0.
+func (d *Daemon) GUIRPCAddr(ctx context.Context) (string, error) {
+	var a string
+	err := d.query(ctx, func() { a = d.guiAddr })
+	return a, err
+}
+
+// rpcBackend serves GUI RPC: every call runs on the owner goroutine.
+type rpcBackend struct{ d *Daemon }
+
+func (b rpcBackend) Snapshot(ctx context.Context) (*guirpc.State, error) {
+	var st *guirpc.State
+	err := b.d.query(ctx, func() { st = b.d.guiState(time.Now()) })
+	return st, err
+}
+
+func (b rpcBackend) Do(ctx context.Context, a guirpc.Action) error {
+	var res error
+	if err := b.d.query(ctx, func() { res = b.d.doAction(a, time.Now()) }); err != nil {
+		return err
+	}
+	return res
+}
+
+func (d *Daemon) doAction(a guirpc.Action, now time.Time) error {
+	switch a := a.(type) {
+	case guirpc.ProjectOp:
+		if a.URL == "" {
+			return guirpc.ErrMissingURL
+		}
+		return d.projectOp(a.URL, a.Op, now)
+	case guirpc.ResultOp:
+		return d.resultOp(a.URL, a.Name, a.Op, now)
+	case guirpc.SetMode:
+		return d.setMode(a.Which, a.Mode, time.Duration(a.Duration*float64(time.Second)), now)
+	case guirpc.Attach:
+		return d.attachViaRPC(a.URL, a.Authenticator, now)
+	case guirpc.TransferOp:
+		return d.transferOp(a.URL, a.File, a.Op, now)
+	case guirpc.SetPrefsOverride:
+		return d.setPrefsOverride(a.XML)
+	case guirpc.ReadPrefsOverride:
+		d.rereadPrefs()
+		d.fetchSoon(now)
+		return nil
+	case guirpc.ReadCCConfig:
+		d.reloadConfig(now)
+		return nil
+	case guirpc.RunBenchmarks:
+		d.startBenchmarks()
+		return nil
+	case guirpc.NetworkAvailable:
+		d.retryNetworkNow(now)
+		return nil
+	case guirpc.Quit:
+		d.log.Info("quit requested over GUI RPC")
+		d.stop()
+		return nil
+	}
+	return fmt.Errorf("unsupported operation %T", a)
+}
+
+type benchDone struct{ fpops, iops float64 }
+
+// startBenchmarks runs the CPU benchmarks off the owner goroutine.
+func (d *Daemon) startBenchmarks() {
+	n, dur := d.host.PNCPUs, d.opt.BenchmarkDuration
+	if dur <= 0 {
+		dur = time.Second
+	}
+	d.log.Info("running CPU benchmarks (requested by user)")
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		f, i := coproc.Benchmark(d.ctx, n, dur)
+		d.send(benchDone{f, i})
+	}()
+}
+
+func (d *Daemon) handleBenchDone(ev benchDone, now time.Time) {
+	d.host.PFpops, d.host.PIops = ev.fpops, ev.iops
+	d.host.PCalculated = float64(now.Unix())
+	d.batch.PutMeta("host", &d.host)
+	d.log.Info("CPU benchmarks done", slog.Float64("fpops_per_cpu", ev.fpops), slog.Float64("iops_per_cpu", ev.iops))
+}
+
+// retryNetworkNow is "network available": deferred transfers and failed
+// scheduler requests are tried at once.
+func (d *Daemon) retryNetworkNow(now time.Time) {
+	for _, f := range d.st.files {
+		if f.Xfer.NextRequestTime.After(now) {
+			f.Xfer.NextRequestTime = time.Time{}
+			d.batch.PutFile(f)
+		}
+	}
+	for _, p := range d.st.projects {
+		if p.RPCFailures > 0 && p.MinRPCTime.After(now) {
+			p.MinRPCTime = time.Time{}
+			d.batch.PutProject(p)
+		}
+	}
+	d.log.Info("network available: retrying transfers and scheduler requests now")
+}
+
+// guiState is the snapshot GUI RPC read ops serve.
+func (d *Daemon) guiState(now time.Time) *guirpc.State {
+	st := &guirpc.State{
+		Now:               now,
+		Host:              guirpc.HostInfo{Host: d.host},
+		Prefs:             d.prefs,
+		PrefsOverride:     d.prefsOverride(),
+		PlatformName:      boinc.PlatformName,
+		Platforms:         []string{boinc.PlatformName},
+		ExecutingAsDaemon: true,
+		OldResults:        append([]guirpc.OldResult(nil), d.oldResults...),
+	}
+	st.CCStatus = guirpc.CCStatus{
+		NetworkStatus:    2,
+		TaskMode:         d.modes.Run.Current(now),
+		TaskModePerm:     permOrAuto(d.modes.Run.Perm),
+		TaskModeDelay:    d.modes.Run.Delay(now),
+		GPUMode:          d.modes.GPU.Current(now),
+		GPUModePerm:      permOrAuto(d.modes.GPU.Perm),
+		GPUModeDelay:     d.modes.GPU.Delay(now),
+		NetworkMode:      d.modes.Network.Current(now),
+		NetworkModePerm:  permOrAuto(d.modes.Network.Perm),
+		NetworkModeDelay: d.modes.Network.Delay(now),
+	}
+	if d.computingSuspended(now) {
+		st.CCStatus.TaskSuspendReason = SuspendUserReq
+	}
+	if d.modes.GPU.Current(now) == ModeNever || d.computingSuspended(now) {
+		st.CCStatus.GPUSuspendReason = SuspendUserReq
+	}
+	if d.networkSuspended(now) {
+		st.CCStatus.NetworkSuspendReason = SuspendUserReq
+	}
+	up := now.Sub(d.startTime).Seconds()
+	st.TimeStats = guirpc.TimeStats{
+		OnFrac: 1, ConnectedFrac: -1, CPUAndNetworkAvailableFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1,
+		ClientStartTime: d.startTime, TotalStartTime: d.startTime, TotalDuration: up,
+		TotalActiveDuration: up, TotalGPUActiveDuration: up, SessionActiveDuration: up, SessionGPUActiveDuration: up,
+	}
+	projUse := 0.0
+	for _, p := range d.st.sortedProjects() {
+		pi := guirpc.ProjectInfo{
+			Project:                *p,
+			Work:                   *d.schedState(p.MasterURL),
+			DiskUsage:              dirSize(d.projectDir(p.MasterURL)),
+			SchedulerRPCInProgress: d.rpc != nil && d.rpc.project == p.MasterURL,
+			DetachWhenDone:         p.DetachWhenDone,
+			ProjectDir:             d.projectDir(p.MasterURL),
+			SchedPriority:          d.priorityOf(p.MasterURL),
+		}
+		projUse += pi.DiskUsage
+		st.Projects = append(st.Projects, pi)
+		st.DiskUsage.Projects = append(st.DiskUsage.Projects, guirpc.ProjectDisk{URL: p.MasterURL, Bytes: pi.DiskUsage})
+	}
+	st.DiskUsage.Total, st.DiskUsage.Free = d.host.DTotal, d.host.DFree
+	st.DiskUsage.Boinc = max(dirSize(d.opt.DataDir)-projUse, 0)
+	st.DiskUsage.Allowed = d.host.DTotal * d.prefs.DiskMaxUsedPct / 100
+
+	for _, a := range sortedValues(d.st.apps, func(a *boinc.App) string { return a.Key() }) {
+		st.Apps = append(st.Apps, *a)
+	}
+	for _, v := range sortedValues(d.st.versions, func(v *boinc.AppVersion) string { return v.Key() }) {
+		st.AppVersions = append(st.AppVersions, *v)
+	}
+	for _, w := range sortedValues(d.st.wus, func(w *boinc.Workunit) string { return w.Key() }) {
+		st.Workunits = append(st.Workunits, *w)
+	}
+	edf := map[string]bool{}
+	for _, a := range d.core.dec.Run {
+		if a.EDF && a.Task < len(d.core.taskJob) {
+			if j := d.core.taskJob[a.Task]; j < len(d.core.jobKeys) {
+				edf[d.core.jobKeys[j]] = true
+			}
+		}
+	}
+	for _, r := range d.st.sortedResults() {
+		ri := guirpc.ResultInfo{Result: *r, EDFScheduled: edf[r.Key()]}
+		if r.Phase.Unfinished() {
+			ri.EstimatedRemaining = d.estimateRemaining(r)
+		}
+		if r.Phase == boinc.PhaseComputing {
+			at := &guirpc.ActiveTask{
+				Slot: r.Slot, PID: r.PID, CheckpointCPUTime: r.CheckpointCPUTime,
+				FractionDone: r.FractionDone, CPUTime: r.CurrentCPUTime, ElapsedTime: r.ElapsedTime,
+				WorkingSet: r.PeakWorkingSet, WorkingSetSmooth: r.PeakWorkingSet,
+				SchedulerState: 1, // preempted
+			}
+			if a := d.active[r.Key()]; a != nil {
+				at.ElapsedTime = a.elapsed(now)
+				if a.suspended {
+					at.ActiveState = 9 // SUSPENDED
+				} else {
+					at.ActiveState, at.SchedulerState = 1, 2 // EXECUTING, SCHEDULED
+				}
+			}
+			ri.Active = at
+		}
+		st.Results = append(st.Results, ri)
+	}
+	st.Transfers = d.guiTransfers(now)
+	return st
+}
+
+func (d *Daemon) guiTransfers(now time.Time) []guirpc.TransferInfo {
+	var out []guirpc.TransferInfo
+	add := func(f *boinc.FileInfo, upload bool) {
+		p := d.st.projects[f.ProjectURL]
+		name := f.ProjectURL
+		if p != nil {
+			name = p.DisplayName()
+		}
+		ti := guirpc.TransferInfo{
+			ProjectURL: f.ProjectURL, ProjectName: name, Name: f.Name, NBytes: f.NBytes, MaxNBytes: f.MaxNBytes,
+			Status: f.Status, Upload: upload, NumRetries: f.Xfer.NumRetries,
+			FirstRequestTime: f.Xfer.FirstRequestTime, NextRequestTime: f.Xfer.NextRequestTime,
+		}
+		if _, busy := d.xfers[f.Key()]; busy {
+			ti.Active = true
+			if !upload {
+				if fi, err := os.Stat(d.filePath(f)); err == nil {
+					ti.BytesXferred = float64(fi.Size())
+				}
+			}
+		}
+		out = append(out, ti)
+	}
+	seen := map[string]bool{}
+	for _, r := range d.st.sortedResults() {
+		switch r.Phase {
+		case boinc.PhaseNew, boinc.PhaseDownloading:
+			for _, f := range d.st.inputFiles(r) {
+				if f.Status == boinc.FileNotPresent && !seen[f.Key()] {
+					seen[f.Key()] = true
+					add(f, false)
+				}
+			}
+		case boinc.PhaseUploading:
+			for _, f := range d.st.outputFiles(r) {
+				if f.IsUpload() && !f.Uploaded && !seen[f.Key()] {
+					seen[f.Key()] = true
+					add(f, true)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (d *Daemon) priorityOf(url string) float64 {
+	if i, ok := d.core.index[url]; ok && i < len(d.core.prio) {
+		return d.core.prio[i]
+	}
+	return 0
+}
+
+// rememberOldResult records an acknowledged result for get_old_results.
+func (d *Daemon) rememberOldResult(r *boinc.Result, now time.Time) {
+	app := ""
+	if wu := d.st.wuOf(r); wu != nil {
+		app = wu.AppName
+	}
+	d.oldResults = append(d.oldResults, guirpc.OldResult{
+		ProjectURL: r.ProjectURL, ResultName: r.Name, AppName: app, ExitStatus: r.ExitStatus,
+		ElapsedTime: r.FinalElapsedTime, CPUTime: r.FinalCPUTime, CompletedTime: r.CompletedTime, CreateTime: now,
+	})
+	if n := len(d.oldResults); n > oldResultsKept {
+		d.oldResults = append(d.oldResults[:0], d.oldResults[n-oldResultsKept:]...)
+	}
+}
+
+func permOrAuto(m int) int {
+	if m == 0 {
+		return ModeAuto
+	}
+	return m
+}
+
+func sortedValues[T any](m map[string]*T, key func(*T) string) []*T {
+	out := make([]*T, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
+	return out
+}
