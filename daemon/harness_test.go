@@ -142,6 +142,7 @@ func testOptions(dataDir string, logs *logBuffer, cfg *config.Config) Options {
 		RPCBackoffMin:     500 * time.Millisecond,
 		XferBackoffMin:    500 * time.Millisecond,
 		FetchBackoffMin:   500 * time.Millisecond,
+		GUIRPCAddr:        "127.0.0.1:0",
 		MaxReportDelay:    200 * time.Millisecond,
 		QuitGrace:         time.Second,
 		BenchmarkDuration: -1,
