@@ -44,6 +44,9 @@ type childOptions struct {
 	// carries every ready result) follows the first "no work" reply.
 	FetchBackoffMin time.Duration `json:"fetch_backoff_min"`
 	Seed            uint64        `json:"seed"`
+	// GUIRPCAddr is passed to daemon.Options.GUIRPCAddr; tests that talk
+	// GUI RPC use "127.0.0.1:0" and read the port from the log.
+	GUIRPCAddr string `json:"gui_rpc_addr"`
 }
 
 func TestMain(m *testing.M) {
@@ -96,6 +99,7 @@ func runChild(spec string) int {
 		QuitGrace:         2 * time.Second,
 		BenchmarkDuration: -1,
 		Seed:              o.Seed,
+		GUIRPCAddr:        o.GUIRPCAddr,
 	})
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))
