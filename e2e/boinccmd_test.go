@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/testproject"
 )
 
@@ -26,9 +27,9 @@ import (
 // volunteer types must have the effect the C++ client would give it, seen
 // both in boinccmd's own output and in what the project server receives.
 
-// exitAbortedViaGUI is EXIT_ABORTED_VIA_GUI (lib/error_numbers.h): what a
-// task aborted with boinccmd --task … abort reports.
-const exitAbortedViaGUI = 203
+// resultAborted is RESULT_ABORTED (lib/common_defs.h), the state a task
+// aborted with boinccmd --task … abort is reported in.
+const resultAborted = 6
 
 // boinccmdClient runs boinccmd against one daemon.
 type boinccmdClient struct {
@@ -214,6 +215,7 @@ func guiDaemon(t *testing.T, name, dir string, o childOptions) (*daemonProc, *bo
 // boinccmd against a daemon computing a project's tasks, and checks each
 // command's effect on the daemon, its tasks and the project server.
 func TestBoinccmdInspectAndControl(t *testing.T) {
+	boinccmdPath(t)
 	t.Parallel()
 	dir := newDataDir(t)
 	const projName = "boinccmd e2e project"
@@ -226,16 +228,22 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 	// As many tasks run as there are CPUs, up to the three jobs.
 	want := min(runtime.NumCPU(), 3)
 
-	if !c.until(fmt.Sprintf("%d tasks executing", want), 60*time.Second, func(out string) bool {
-		return len(executing(taskBlocks(out))) == want
+	// The daemon asks for more than a day of work: the three jobs come at
+	// once, their inputs follow, and as many start as there are CPUs.
+	if !c.until(fmt.Sprintf("three tasks downloaded, %d executing", want), 60*time.Second, func(out string) bool {
+		blocks := taskBlocks(out)
+		for _, b := range blocks {
+			if field(b, "state") != "downloaded" {
+				return false
+			}
+		}
+		return len(blocks) == 3 && len(executing(blocks)) == want
 	}, "--get_tasks") {
 		t.FailNow()
 	}
 	sent := p.Stats().Sent
 	if len(sent) != 3 {
-		// The daemon asks for a day of work: the three jobs come at once.
-		c.until("all three tasks", 30*time.Second, func(string) bool { return len(p.Stats().Sent) == 3 }, "--get_cc_status")
-		sent = p.Stats().Sent
+		t.Fatalf("boinccmd shows three tasks, the server sent %v", sent)
 	}
 
 	t.Run("get_state", func(t *testing.T) {
@@ -261,8 +269,8 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 			if got := field(b, "project URL"); got != url {
 				t.Errorf("task %s: project URL %q, want %q", n, got, url)
 			}
-			if got := field(b, "state"); got != "downloaded" {
-				t.Errorf("task %s: state %q, want downloaded (files present, not finished):\n%s", n, got, b)
+			if got := field(b, "WU name"); got != p.Stats().Jobs[n].WUName {
+				t.Errorf("task %s: WU name %q, want %q", n, got, p.Stats().Jobs[n].WUName)
 			}
 		}
 		for _, n := range executing(blocks) {
@@ -442,8 +450,11 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 		for {
 			st := p.Stats()
 			if rr, ok := st.ReportedResults[victim]; ok {
-				if rr.ExitStatus != exitAbortedViaGUI {
-					t.Errorf("the server got %s with exit status %d, want %d (EXIT_ABORTED_VIA_GUI)", victim, rr.ExitStatus, exitAbortedViaGUI)
+				if rr.ExitStatus != boinc.ExitAbortedViaGUI {
+					t.Errorf("the server got %s with exit status %d, want %d (EXIT_ABORTED_VIA_GUI)", victim, rr.ExitStatus, boinc.ExitAbortedViaGUI)
+				}
+				if rr.State != resultAborted {
+					t.Errorf("the server got %s in state %d, want %d (RESULT_ABORTED)", victim, rr.State, resultAborted)
 				}
 				break
 			}
@@ -478,6 +489,7 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 // TestBoinccmdFileTransfers checks --get_file_transfers while an input file
 // is slowly downloading.
 func TestBoinccmdFileTransfers(t *testing.T) {
+	boinccmdPath(t)
 	t.Parallel()
 	dir := newDataDir(t)
 	// 200 kB at 10 kB/s: the download takes about 20 s.
@@ -507,6 +519,7 @@ func TestBoinccmdFileTransfers(t *testing.T) {
 // TestBoinccmdWrongPassword checks that a wrong password is refused and
 // leaves the daemon serving the right one.
 func TestBoinccmdWrongPassword(t *testing.T) {
+	boinccmdPath(t)
 	t.Parallel()
 	dir := newDataDir(t)
 	d, c := guiDaemon(t, "daemon", dir, childOptions{})
@@ -543,6 +556,7 @@ func TestBoinccmdWrongPassword(t *testing.T) {
 // --project_attach on a daemon whose config has none, and checks that a
 // config reload (SIGHUP) keeps it: GUI RPC attaches persist across reloads.
 func TestBoinccmdAttachSurvivesReload(t *testing.T) {
+	boinccmdPath(t)
 	t.Parallel()
 	dir := newDataDir(t)
 	writeConfig(t, dir, configSpec{})
