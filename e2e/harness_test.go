@@ -99,7 +99,9 @@ func runChild(spec string) int {
 		QuitGrace:         2 * time.Second,
 		BenchmarkDuration: -1,
 		Seed:              o.Seed,
-		GUIRPCAddr:        o.GUIRPCAddr,
+		// Never the default 31416: parallel daemons (or a real BOINC
+		// client on the machine) would fight over it.
+		GUIRPCAddr: cmpOr(o.GUIRPCAddr, "127.0.0.1:0"),
 	})
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))
@@ -744,4 +746,11 @@ func TestHarnessSeesStrayProcesses(t *testing.T) {
 	if s := strangersIn(slot, pid+1); len(s) != 1 {
 		t.Errorf("strangers in another group's slot: %v, want the sleep", s)
 	}
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
