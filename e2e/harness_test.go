@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,7 +102,7 @@ func runChild(spec string) int {
 		Seed:              o.Seed,
 		// Never the default 31416: parallel daemons (or a real BOINC
 		// client on the machine) would fight over it.
-		GUIRPCAddr: cmpOr(o.GUIRPCAddr, "127.0.0.1:0"),
+		GUIRPCAddr: cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),
 	})
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))
@@ -746,11 +747,4 @@ func TestHarnessSeesStrayProcesses(t *testing.T) {
 	if s := strangersIn(slot, pid+1); len(s) != 1 {
 		t.Errorf("strangers in another group's slot: %v, want the sleep", s)
 	}
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
