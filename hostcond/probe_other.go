@@ -1,0 +1,13 @@
+//go:build !linux
+
+package hostcond
+
+// IdleSeconds is the time since the last user input. Outside Linux it is
+// unknown (-1): Windows' GetLastInputInfo only sees the caller's own
+// session, which is not the user's when boincd runs as a service, and
+// macOS needs IOKit through cgo.
+func IdleSeconds() float64 { return -1 }
+
+// OnBattery reports whether the host runs on batteries. Outside Linux it
+// is unknown, reported as false.
+func OnBattery() bool { return false }
