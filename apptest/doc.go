@@ -1,0 +1,2 @@
+// Package apptest proves that boincd drives real BOINC-API science apps.
+package apptest

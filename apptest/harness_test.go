@@ -1,0 +1,373 @@
+package apptest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/guirpc/client"
+	"github.com/boincd/boincd/internal/testproject"
+)
+
+// The harness runs the real daemon in-process against a real testproject
+// server on 127.0.0.1 that hands out real programs: the BOINC-API app
+// compiled from testdata/apiapp.cpp, or a shell script. Only the daemon's
+// intervals are shortened.
+
+// logBuffer is a thread-safe sink for the daemon's JSON log.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// find returns the decoded log records with message msg.
+func (b *logBuffer) find(msg string) []map[string]any {
+	var out []map[string]any
+	for _, line := range strings.Split(b.String(), "\n") {
+		var r map[string]any
+		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// apiProject starts a project serving the compiled BOINC-API app and one
+// job with the given command line.
+func apiProject(t *testing.T, appPath, cmdline string) *testproject.Server {
+	t.Helper()
+	return startProject(t, testproject.App{
+		Name:       "apiapp",
+		APIVersion: "7.20.5",
+		Files:      []testproject.AppFile{{Name: apiAppName, Path: appPath, Executable: true, MainProgram: true}},
+	}, cmdline)
+}
+
+// startProject starts a project that hands out exactly one job of app.
+func startProject(t *testing.T, app testproject.App, cmdline string) *testproject.Server {
+	t.Helper()
+	srv, err := testproject.New(testproject.Config{
+		Apps:          []testproject.App{app},
+		Job:           testproject.JobTemplate{CommandLine: cmdline, InputSize: 4096},
+		TotalJobs:     1,
+		MaxJobsPerRPC: 1,
+		RequestDelay:  -1,
+	})
+	if err != nil {
+		t.Fatalf("testproject.New: %v", err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatalf("testproject Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("closing test project: %v", err)
+		}
+	})
+	return srv
+}
+
+// daemonConfig attaches to srv; diskInterval > 0 sets the checkpoint
+// period apps are given (init_data.xml checkpoint_period).
+func daemonConfig(srv *testproject.Server, diskInterval float64) *config.Config {
+	cfg := config.Default()
+	cfg.Projects = []config.Project{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 100}}
+	if diskInterval > 0 {
+		cfg.Prefs.DiskInterval = &diskInterval
+	}
+	return cfg
+}
+
+// harness is one daemon running in the background of a test.
+type harness struct {
+	t       *testing.T
+	d       *daemon.Daemon
+	logs    *logBuffer
+	dataDir string
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
+}
+
+// startDaemon runs a daemon on dataDir until the test ends (or stop).
+// The cleanup is registered after the project's, so the daemon stops
+// before the server closes.
+func startDaemon(t *testing.T, dataDir string, cfg *config.Config) *harness {
+	t.Helper()
+	h := &harness{t: t, logs: &logBuffer{}, dataDir: dataDir, done: make(chan error, 1)}
+	d, err := daemon.New(daemon.Options{
+		DataDir:           dataDir,
+		Config:            cfg,
+		Logger:            slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PollInterval:      100 * time.Millisecond,
+		WorkFetchInterval: 500 * time.Millisecond,
+		RPCBackoffMin:     500 * time.Millisecond,
+		XferBackoffMin:    500 * time.Millisecond,
+		FetchBackoffMin:   500 * time.Millisecond,
+		GUIRPCAddr:        "127.0.0.1:0",
+		MaxReportDelay:    200 * time.Millisecond,
+		QuitGrace:         5 * time.Second,
+		BenchmarkDuration: -1,
+		Seed:              42,
+	})
+	if err != nil {
+		t.Fatalf("daemon.New: %v", err)
+	}
+	h.d = d
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- d.Run(ctx) }()
+	t.Cleanup(func() {
+		if err := h.stop(20 * time.Second); err != nil {
+			t.Errorf("daemon stop: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("daemon log (%s):\n%s", dataDir, tail(h.logs.String(), 20000))
+		}
+	})
+	return h
+}
+
+// stop cancels the daemon (a graceful shutdown: tasks are sent <quit/>)
+// and waits up to limit for Run to return. It may be called twice.
+func (h *harness) stop(limit time.Duration) error {
+	if h.stopped {
+		return nil
+	}
+	h.cancel()
+	select {
+	case err := <-h.done:
+		h.stopped = true
+		return err
+	case <-time.After(limit):
+		return errors.New("daemon Run did not return")
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// task returns the daemon's view of its only task, if it has one.
+func (h *harness) task() (daemon.TaskView, bool) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := h.d.Snapshot(ctx)
+	if err != nil {
+		h.t.Fatalf("Snapshot: %v (is the daemon loop blocked?)", err)
+	}
+	if len(v.Tasks) == 0 {
+		return daemon.TaskView{}, false
+	}
+	return v.Tasks[0], true
+}
+
+// waitRunning waits until the daemon runs its task and returns it.
+func (h *harness) waitRunning(limit time.Duration) daemon.TaskView {
+	h.t.Helper()
+	var tv daemon.TaskView
+	waitFor(h.t, limit, "the task to run", func() bool {
+		var ok bool
+		tv, ok = h.task()
+		return ok && tv.Running
+	})
+	return tv
+}
+
+// gui opens an authorized GUI RPC connection to the daemon, with the
+// password the daemon wrote to DATADIR/gui_rpc_auth.cfg.
+func (h *harness) gui() *client.Client {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var addr string
+	waitFor(h.t, 10*time.Second, "GUI RPC to listen", func() bool {
+		a, err := h.d.GUIRPCAddr(ctx)
+		addr = a
+		return err == nil && a != ""
+	})
+	pw, err := os.ReadFile(filepath.Join(h.dataDir, "gui_rpc_auth.cfg"))
+	if err != nil {
+		h.t.Fatalf("GUI RPC password: %v", err)
+	}
+	c, err := client.Dial(ctx, addr)
+	if err != nil {
+		h.t.Fatalf("GUI RPC dial %s: %v", addr, err)
+	}
+	h.t.Cleanup(func() { _ = c.Close() })
+	if err := c.Authorize(ctx, strings.TrimSpace(string(pw))); err != nil {
+		h.t.Fatalf("GUI RPC authorize: %v", err)
+	}
+	return c
+}
+
+// resultOp sends suspend_result, resume_result or abort_result for the
+// task over GUI RPC, as boinccmd --task URL NAME OP does.
+func resultOp(t *testing.T, c *client.Client, op, url, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := fmt.Sprintf("<%s>\n<project_url>%s</project_url>\n<name>%s</name>\n</%s>", op, url, name, op)
+	body, err := c.Call(ctx, req)
+	if err != nil {
+		t.Fatalf("GUI RPC %s: %v", op, err)
+	}
+	if !bytes.Contains(body, []byte("<success/>")) {
+		t.Fatalf("GUI RPC %s: reply %q, want <success/>", op, body)
+	}
+}
+
+// activeResult returns the task's GUI RPC form (get_results), which
+// carries the process id and the checkpoint CPU time.
+func activeResult(t *testing.T, c *client.Client, name string) (client.Result, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := c.GetResults(ctx, false)
+	if err != nil {
+		t.Fatalf("GUI RPC get_results: %v", err)
+	}
+	for _, r := range rs {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return client.Result{}, false
+}
+
+// waitFor polls cond until it holds or the time is up.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitReported waits until the server got the report of its one job and
+// returns that report.
+func waitReported(t *testing.T, srv *testproject.Server, limit time.Duration) (string, testproject.ReportedResult, testproject.Stats) {
+	t.Helper()
+	var st testproject.Stats
+	waitFor(t, limit, "the result to be reported", func() bool {
+		st = srv.Stats()
+		return len(st.Sent) == 1 && st.Reported[st.Sent[0]] > 0
+	})
+	name := st.Sent[0]
+	return name, st.ReportedResults[name], st
+}
+
+// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat. It
+// is 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// procStat is what a test needs from /proc/PID/stat.
+type procStat struct {
+	state byte    // R, S, D, T, Z, …
+	pgrp  int     // process group
+	cpu   float64 // utime + stime, seconds, all threads
+}
+
+// readProcStat reads /proc/PID/stat; ok is false once the process is
+// gone.
+func readProcStat(pid int) (procStat, bool, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if errors.Is(err, os.ErrNotExist) {
+		return procStat{}, false, nil
+	}
+	if err != nil {
+		return procStat{}, false, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
+	}
+	// The command name is in parentheses and may contain anything; the
+	// fields after the last ')' are fixed.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false, fmt.Errorf("/proc/%d/stat: no ')' in %q", pid, b)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return procStat{}, false, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
+	}
+	pgrp, err1 := strconv.Atoi(f[2])
+	ut, err2 := strconv.ParseUint(f[11], 10, 64)
+	st, err3 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return procStat{}, false, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return procStat{state: f[0][0], pgrp: pgrp, cpu: float64(ut+st) / clockTicks}, true, nil
+}
+
+// mustProcStat is readProcStat failing the test when the process is gone.
+func mustProcStat(t *testing.T, pid int) procStat {
+	t.Helper()
+	s, ok, err := readProcStat(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatalf("process %d is gone", pid)
+	}
+	return s
+}
+
+// processGroup lists the live (non-zombie) processes of group pgid.
+func processGroup(t *testing.T, pgid int) map[int]procStat {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatalf("read /proc: %v", err)
+	}
+	out := map[int]procStat{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		s, ok, err := readProcStat(pid)
+		if err != nil || !ok || s.pgrp != pgid || s.state == 'Z' {
+			continue
+		}
+		out[pid] = s
+	}
+	return out
+}
+
+// cpuOver measures how much CPU time pid uses over d.
+func cpuOver(t *testing.T, pid int, d time.Duration) float64 {
+	t.Helper()
+	before := mustProcStat(t, pid).cpu
+	time.Sleep(d)
+	return mustProcStat(t, pid).cpu - before
+}
