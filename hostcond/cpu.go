@@ -72,7 +72,7 @@ func (s *CPUSampler) Sample(now time.Time, ownCPUSecs float64) float64 {
 	}
 	// Keep the spans that end inside the window, and always the newest.
 	keep := 0
-	for keep < len(s.spans)-1 && now.Sub(s.spans[keep].end) > CPUWindow {
+	for keep < len(s.spans)-1 && now.Sub(s.spans[keep].end) >= CPUWindow {
 		keep++
 	}
 	s.spans = append(s.spans[:0], s.spans[keep:]...)

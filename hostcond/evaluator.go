@@ -135,7 +135,7 @@ func (e *Evaluator) Evaluate(in Inputs, p Prefs) Decision {
 	if w := p.cpuWindow(in.Now); w.Suspended(hour) {
 		d.Computing |= ReasonTimeOfDay
 		cpuReasons = append(cpuReasons, fmt.Sprintf("time of day (computing allowed %s on %s, now %s)",
-			w, in.Now.Weekday(), clock(hour)))
+			w, in.Now.Weekday(), in.Now.Format("15:04")))
 	}
 	if p.SuspendIfNoRecentInput > 0 && idleKnown && in.IdleSecs >= p.SuspendIfNoRecentInput*60 {
 		d.Computing |= ReasonNoRecentInput
@@ -163,7 +163,7 @@ func (e *Evaluator) Evaluate(in Inputs, p Prefs) Decision {
 	if w := p.netWindow(in.Now); w.Suspended(hour) {
 		d.Network |= ReasonTimeOfDay
 		netReasons = append(netReasons, fmt.Sprintf("network: time of day (network allowed %s on %s, now %s)",
-			w, in.Now.Weekday(), clock(hour)))
+			w, in.Now.Weekday(), in.Now.Format("15:04")))
 	}
 	d.Reasons = append(append(cpuReasons, gpuReasons...), netReasons...)
 	return d

@@ -104,10 +104,13 @@ func (w Window) Limited() bool {
 	return !(w.Start == w.End || (w.Start == 0 && w.End == 24))
 }
 
-// String is "08:00-17:00", or "always" without limit.
+// String is "08:00-17:00", "always" without limit, or "never".
 func (w Window) String() string {
 	if !w.Limited() {
 		return "always"
+	}
+	if w.Start == 24 && w.End == 0 {
+		return "never"
 	}
 	return clock(w.Start) + "-" + clock(w.End)
 }
