@@ -31,7 +31,8 @@ const (
 type exitSnapshot struct {
 	quitReq, abortReq, killReq, finishKill bool
 	cpu, ckptCPU, ckptElapsed, elapsed     float64
-	fraction, peakWSS                      float64
+	fraction, peakWSS, peakDisk            float64
+	limit                                  *limitExceeded
 }
 
 // wait owns the process: it waits for the exit, kills what is left of the
@@ -54,7 +55,7 @@ func (r *Runner) wait(t *task) {
 	var waitErr error
 	if waitExitNoReap(t.pid) {
 		markExited()
-		killGroupLeftovers(t.pid)
+		killGroupLeftovers(t.pid, t.job)
 		waitErr = t.cmd.Wait()
 	} else {
 		// Elsewhere the exit is only seen by reaping; signals sent in the
@@ -63,7 +64,10 @@ func (r *Runner) wait(t *task) {
 		// is gone.
 		waitErr = t.cmd.Wait()
 		markExited()
+		killGroupLeftovers(t.pid, t.job)
 	}
+	// Nothing signals the job any more: markExited made killTree a no-op.
+	closeJob(t.job)
 	ps := t.cmd.ProcessState
 
 	r.mu.Lock()
@@ -75,7 +79,7 @@ func (r *Runner) wait(t *task) {
 	snap := exitSnapshot{
 		quitReq: t.quitReq, abortReq: t.abortReq, killReq: t.killReq, finishKill: t.finishKill,
 		cpu: t.cpu, ckptCPU: t.ckptCPU, ckptElapsed: t.ckptElapsed, elapsed: elapsed,
-		fraction: t.fraction, peakWSS: t.peakWSS,
+		fraction: t.fraction, peakWSS: t.peakWSS, peakDisk: t.peakDisk, limit: t.limit,
 	}
 	if t.shm != nil {
 		// A last app_status may carry the final CPU time and checkpoint.
@@ -126,6 +130,7 @@ func (r *Runner) classify(t *task, ps *os.ProcessState, waitErr error, s exitSna
 		CheckpointElapsedTime: s.ckptElapsed,
 		FractionDone:          s.fraction,
 		PeakWorkingSet:        s.peakWSS,
+		PeakDiskUsage:         s.peakDisk,
 	}
 	if ps == nil {
 		info.Outcome = Error
@@ -147,6 +152,12 @@ func (r *Runner) classify(t *task, ps *os.ProcessState, waitErr error, s exitSna
 	case s.abortReq || s.killReq:
 		info.Outcome = Aborted
 		info.Message = "aborted by client"
+	case s.limit != nil:
+		// abort_task(EXIT_*_LIMIT_EXCEEDED): a compute error whatever the
+		// process did when it was killed.
+		info.Outcome = Error
+		info.ExitStatus = s.limit.status
+		info.Message = s.limit.msg
 	case s.quitReq:
 		info.Outcome = Restart
 		info.Message = "quit by client"

@@ -48,6 +48,19 @@ func writeInitData(w io.Writer, p initParams) {
 	if ckpt <= 0 {
 		ckpt = 60
 	}
+	// A GPU task is told its device: gpu_device_num, and the same number
+	// as gpu_opencl_dev_index (init_app_init_data).
+	gpuType, gpuDev, gpuUsage := "", -1, 0.0
+	if s.GPUType != "" {
+		gpuType = s.GPUType
+		if len(s.GPUDevices) > 0 {
+			gpuDev = s.GPUDevices[0]
+		}
+		gpuUsage = s.GPUUsage
+		if gpuUsage <= 0 && v.Coproc != nil {
+			gpuUsage = v.Coproc.Count
+		}
+	}
 	deadline := 0.0
 	if !res.ReportDeadline.IsZero() {
 		deadline = float64(res.ReportDeadline.UnixNano()) / 1e9
@@ -95,10 +108,10 @@ func writeInitData(w io.Writer, p initParams) {
 	f("<checkpoint_period>%f</checkpoint_period>\n", ckpt)
 	f("<fraction_done_start>%f</fraction_done_start>\n", 0.0)
 	f("<fraction_done_end>%f</fraction_done_end>\n", 1.0)
-	f("<gpu_type></gpu_type>\n")
-	f("<gpu_device_num>-1</gpu_device_num>\n")
-	f("<gpu_opencl_dev_index>-1</gpu_opencl_dev_index>\n")
-	f("<gpu_usage>%f</gpu_usage>\n", 0.0)
+	f("<gpu_type>%s</gpu_type>\n", xmlEscape(gpuType))
+	f("<gpu_device_num>%d</gpu_device_num>\n", gpuDev)
+	f("<gpu_opencl_dev_index>%d</gpu_opencl_dev_index>\n", gpuDev)
+	f("<gpu_usage>%f</gpu_usage>\n", gpuUsage)
 	f("<ncpus>%f</ncpus>\n", ncpus)
 	f("<rsc_fpops_est>%f</rsc_fpops_est>\n", wu.RscFpopsEst)
 	f("<rsc_fpops_bound>%f</rsc_fpops_bound>\n", wu.RscFpopsBound)

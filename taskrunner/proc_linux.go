@@ -45,15 +45,15 @@ type usage struct {
 }
 
 // groupUsages sums CPU time and resident memory over the members of each
-// process group, in one pass over /proc.
-func groupUsages(pgids []int) map[int]usage {
-	out := make(map[int]usage, len(pgids))
-	if len(pgids) == 0 {
+// process group, in one pass over /proc. The map is keyed by group id.
+func groupUsages(procs []procRef) map[int]usage {
+	out := make(map[int]usage, len(procs))
+	if len(procs) == 0 {
 		return out
 	}
-	want := make(map[int]bool, len(pgids))
-	for _, g := range pgids {
-		want[g] = true
+	want := make(map[int]bool, len(procs))
+	for _, p := range procs {
+		want[p.pid] = true
 	}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {

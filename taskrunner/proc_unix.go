@@ -22,13 +22,36 @@ func configureCmd(cmd *exec.Cmd) {
 	cmd.SysProcAttr = attr
 }
 
-// lowerPriority sets nice 19 on the new process group (client/app_start.cpp
-// uses setpriority(19) for CPU apps).
-func lowerPriority(p *os.Process) error {
-	if err := unix.Setpriority(unix.PRIO_PGRP, p.Pid, 19); err != nil {
+// Nice values of client/app_start.cpp: PROCESS_IDLE_PRIORITY for CPU
+// apps, PROCESS_MEDIUM_PRIORITY for the "high priority" ones (GPU apps,
+// apps using less than one CPU).
+const (
+	niceIdle   = 19
+	niceMedium = 10
+)
+
+// lowerPriority sets the nice value of the new process group.
+func lowerPriority(p *os.Process, high bool) error {
+	nice := niceIdle
+	if high {
+		nice = niceMedium
+	}
+	if err := unix.Setpriority(unix.PRIO_PGRP, p.Pid, nice); err != nil {
 		return fmt.Errorf("setpriority pgrp %d: %w", p.Pid, err)
 	}
 	return nil
+}
+
+// jobObject exists on Windows only; process groups do its work here.
+type jobObject struct{}
+
+func newJob(*os.Process) (*jobObject, error) { return nil, nil }
+func closeJob(*jobObject)                    {}
+
+// procRef names a task's processes for groupUsages.
+type procRef struct {
+	pid int // process group id
+	job *jobObject
 }
 
 func signalGroup(pid int, sig unix.Signal) error {
@@ -42,22 +65,22 @@ func signalGroup(pid int, sig unix.Signal) error {
 }
 
 // killTree SIGKILLs the whole process group.
-func killTree(p *os.Process) error { return signalGroup(p.Pid, unix.SIGKILL) }
+func killTree(p *os.Process, _ *jobObject) error { return signalGroup(p.Pid, unix.SIGKILL) }
 
 // terminateTree asks a plain program's group to end: SIGTERM, plus SIGCONT
 // so a stopped group receives it.
-func terminateTree(p *os.Process) error {
+func terminateTree(p *os.Process, _ *jobObject) error {
 	if err := signalGroup(p.Pid, unix.SIGTERM); err != nil {
 		return err
 	}
 	return signalGroup(p.Pid, unix.SIGCONT)
 }
 
-func stopTree(p *os.Process) error { return signalGroup(p.Pid, unix.SIGSTOP) }
-func contTree(p *os.Process) error { return signalGroup(p.Pid, unix.SIGCONT) }
+func stopTree(p *os.Process, _ *jobObject) error { return signalGroup(p.Pid, unix.SIGSTOP) }
+func contTree(p *os.Process, _ *jobObject) error { return signalGroup(p.Pid, unix.SIGCONT) }
 
 // killGroupLeftovers kills children the app left behind in its group.
-func killGroupLeftovers(pid int) { _ = signalGroup(pid, unix.SIGKILL) }
+func killGroupLeftovers(pid int, _ *jobObject) { _ = signalGroup(pid, unix.SIGKILL) }
 
 func exitSignal(ps *os.ProcessState) (int, bool) {
 	ws, ok := ps.Sys().(syscall.WaitStatus)

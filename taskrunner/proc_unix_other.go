@@ -17,7 +17,7 @@ type usage struct {
 
 // groupUsages has no portable source outside Linux; CPU time then comes
 // from app_status (API apps) and the final rusage.
-func groupUsages([]int) map[int]usage { return nil }
+func groupUsages([]procRef) map[int]usage { return nil }
 
 // KillOrphan needs the process's working directory to tell an orphaned
 // task from a reused pid; without /proc it cannot, so it does nothing.

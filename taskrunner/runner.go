@@ -50,6 +50,9 @@ type Config struct {
 	// ControlTimeout: an API app that leaves a control message unread
 	// this long is killed and restarted later. Default 180 s.
 	ControlTimeout time.Duration
+	// DiskCheckInterval is how often Poll measures each slot directory
+	// for the disk limit and peak disk usage. Default 10 s.
+	DiskCheckInterval time.Duration
 }
 
 // TaskSpec is everything needed to start (or restart) one task. The
@@ -71,6 +74,36 @@ type TaskSpec struct {
 	// ResourceShareFraction is the project's share of the resource share
 	// total for init_data.xml; 0 means 1.
 	ResourceShareFraction float64
+
+	// Resource limits checked at every Poll while the task is not
+	// suspended; zero means none. A task over a limit has its process
+	// group killed and is reported as Error with ExitStatus 197, 198 or
+	// 196 (client/app_control.cpp check_rsc_limits_exceeded).
+	//
+	// MaxElapsed is the elapsed-time limit, normally
+	// ElapsedLimit(WU.RscFpopsBound, flops). Elapsed time counts from
+	// Result.ElapsedTime and includes CPU-throttle pauses but not
+	// suspensions.
+	MaxElapsed time.Duration
+	// MaxMemory (bytes) bounds the smoothed working set of the process
+	// group (see WSSHalfLife).
+	MaxMemory float64
+	// MaxDisk (bytes) bounds the slot directory plus the outputs already
+	// in the project directory, measured every DiskCheckInterval.
+	MaxDisk float64
+
+	// GPUType is the GPU vendor the task runs on ("NVIDIA", "ATI",
+	// "intel_gpu"), "" for a CPU task. GPUDevices are the device numbers
+	// the schedule assigned (at least one for a GPU task) and GPUUsage
+	// the instances the version uses (0 means Version.Coproc.Count).
+	// They go into init_data.xml; apps older than API 7.5 also get
+	// `--device N` arguments. GPU tasks are never CPU-throttled.
+	GPUType    string
+	GPUDevices []int
+	GPUUsage   float64
+	// DontThrottle exempts the task from the CPU throttle (app version
+	// dont_throttle, non-CPU-intensive apps).
+	DontThrottle bool
 }
 
 // Status is one running task as seen at a Poll.
@@ -85,9 +118,16 @@ type Status struct {
 	ElapsedTime           float64
 	// Checkpointed: the app checkpointed since the previous Poll.
 	Checkpointed bool
-	WorkingSet   float64 // bytes, whole process group (Linux)
-	Suspended    bool
-	WantNetwork  bool
+	// WorkingSet is the smoothed working set of the whole process group
+	// in bytes (Linux and Windows; see WSSHalfLife).
+	WorkingSet float64
+	// DiskUsage is the last measured disk usage in bytes.
+	DiskUsage float64
+	// Suspended is the daemon's Suspend; Throttled says the CPU throttle
+	// holds the task paused right now.
+	Suspended   bool
+	Throttled   bool
+	WantNetwork bool
 }
 
 // Outcome classifies a process exit (client/app_control.cpp
@@ -153,7 +193,10 @@ type ExitInfo struct {
 	CheckpointCPUTime     float64
 	CheckpointElapsedTime float64
 	FractionDone          float64
-	PeakWorkingSet        float64
+	// PeakWorkingSet is the largest working-set sample (not smoothed),
+	// PeakDiskUsage the largest disk usage measured, both in bytes.
+	PeakWorkingSet float64
+	PeakDiskUsage  float64
 	// Delay is when to restart after a TemporaryExit.
 	Delay time.Duration
 	// Stderr is the raw tail (63 KB) of the slot's stderr.txt; see
@@ -179,10 +222,11 @@ type Runner struct {
 	done    chan struct{} // closed by StopAll: event sends stop blocking
 	wg      sync.WaitGroup
 
-	mu     sync.Mutex
-	tasks  map[string]*task
-	busy   map[int]string // slot → result key, including slots being set up
-	closed bool
+	mu       sync.Mutex
+	tasks    map[string]*task
+	busy     map[int]string // slot → result key, including slots being set up
+	closed   bool
+	throttle throttle
 }
 
 // NewRunner checks cfg and returns an idle runner.
@@ -207,6 +251,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.ControlTimeout <= 0 {
 		cfg.ControlTimeout = DefaultControlTimeout
+	}
+	if cfg.DiskCheckInterval <= 0 {
+		cfg.DiskCheckInterval = DefaultDiskCheckInterval
 	}
 	cfg.DataDir = filepath.Clean(cfg.DataDir)
 	return &Runner{
@@ -242,6 +289,16 @@ type task struct {
 	startCPU float64
 	maxWSS   float64
 	exitCh   chan struct{} // closed once the process has exited
+	job      *jobObject    // Windows Job Object holding the process tree
+	// Limits and throttling, fixed at start.
+	maxElapsed   time.Duration
+	maxMemory    float64
+	maxDisk      float64
+	fpopsBound   float64 // for the elapsed-limit message
+	flops        float64
+	throttleable bool
+	// diskPaths are the project-directory outputs counted as disk usage.
+	diskPaths []string
 
 	// Guarded by Runner.mu.
 	shm          *boincapi.Shmem
@@ -251,8 +308,15 @@ type task struct {
 	ckptCPU      float64
 	ckptElapsed  float64
 	fraction     float64
-	wss          float64
+	wss          float64 // last sample
+	wssSmoothed  float64
+	wssTime      time.Time // when wssSmoothed was last updated
 	peakWSS      float64
+	disk         float64
+	peakDisk     float64
+	diskChecked  time.Time
+	throttled    bool // paused by the throttle (not by Suspend)
+	limit        *limitExceeded
 	wantNetwork  bool
 	checkpointed bool
 	suspended    bool
@@ -328,6 +392,15 @@ func checkSpec(spec TaskSpec) error {
 		return errors.New("start task: no result")
 	case spec.Project.MasterURL == "":
 		return errors.New("start task: project has no master URL")
+	case spec.GPUType != "" && len(spec.GPUDevices) == 0:
+		return fmt.Errorf("start task: %s GPU task has no assigned device", spec.GPUType)
+	case spec.MaxElapsed < 0 || spec.MaxMemory < 0 || spec.MaxDisk < 0:
+		return errors.New("start task: negative resource limit")
+	}
+	for _, d := range spec.GPUDevices {
+		if d < 0 {
+			return fmt.Errorf("start task: invalid GPU device number %d", d)
+		}
 	}
 	return nil
 }
@@ -395,24 +468,62 @@ func (r *Runner) live(key string) (*task, error) {
 }
 
 // Poll does the once-a-second work for every running task: elapsed time,
-// control-message queue, heartbeat, app_status, finish-file watchdog and
-// resource usage. It returns the tasks' status ordered by slot.
+// control-message queue, heartbeat, app_status, finish-file watchdog,
+// resource usage and limits, and the CPU throttle's duty cycle. now is
+// the daemon's clock; elapsed time, smoothing and throttling follow it.
+// It returns the tasks' status ordered by slot.
 func (r *Runner) Poll(now time.Time) []Status {
+	// Sampling /proc and walking slot directories may take a while; it is
+	// done without the lock, on a snapshot of the tasks.
+	type diskJob struct {
+		t     *task
+		dir   string
+		paths []string
+		size  float64
+		err   error
+	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var pgids []int
+	var procs []procRef
+	var disks []diskJob
 	for _, t := range r.tasks {
-		if !t.exited {
-			pgids = append(pgids, t.pid)
+		if t.exited {
+			continue
+		}
+		procs = append(procs, procRef{pid: t.pid, job: t.job})
+		if t.diskChecked.IsZero() || now.Sub(t.diskChecked) >= r.cfg.DiskCheckInterval || now.Before(t.diskChecked) {
+			t.diskChecked = now
+			disks = append(disks, diskJob{t: t, dir: t.dir, paths: t.diskPaths})
 		}
 	}
-	usage := groupUsages(pgids)
-	out := make([]Status, 0, len(pgids))
+	r.mu.Unlock()
+
+	usage := groupUsages(procs)
+	for i := range disks {
+		disks[i].size, disks[i].err = diskUsage(disks[i].dir, disks[i].paths)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, d := range disks {
+		if d.t.exited {
+			continue
+		}
+		if d.err != nil {
+			r.log.Debug("measure slot", "result", d.t.name, "err", d.err)
+			continue
+		}
+		d.t.disk = d.size
+		d.t.peakDisk = max(d.t.peakDisk, d.size)
+	}
+	run := r.throttle.advance(now)
+	out := make([]Status, 0, len(r.tasks))
 	for _, t := range r.tasks {
 		if t.exited {
 			continue
 		}
 		r.pollTask(t, now, usage[t.pid])
+		r.checkLimits(t)
+		r.applyThrottle(t, run)
 		out = append(out, Status{
 			ResultKey:             t.key,
 			Slot:                  t.slot,
@@ -423,14 +534,40 @@ func (r *Runner) Poll(now time.Time) []Status {
 			FractionDone:          t.fraction,
 			ElapsedTime:           t.elapsed,
 			Checkpointed:          t.checkpointed,
-			WorkingSet:            t.wss,
+			WorkingSet:            t.wssSmoothed,
+			DiskUsage:             t.disk,
 			Suspended:             t.suspended,
+			Throttled:             t.throttled,
 			WantNetwork:           t.wantNetwork,
 		})
 		t.checkpointed = false
 	}
 	slices.SortFunc(out, func(a, b Status) int { return a.Slot - b.Slot })
 	return out
+}
+
+// checkLimits kills a task over its elapsed-time, memory or disk limit
+// (check_rsc_limits_exceeded). Only running tasks are checked, as the
+// C++ client checks only executing ones; a task already asked to exit,
+// or that has written its finish file, is left to end on its own.
+func (r *Runner) checkLimits(t *task) {
+	if t.suspended || t.limit != nil || t.quitReq || t.abortReq || t.killReq || t.finishKill || t.hung || !t.finishSeen.IsZero() {
+		return
+	}
+	var l *limitExceeded
+	switch {
+	case t.maxElapsed > 0 && t.elapsed > t.maxElapsed.Seconds():
+		l = &limitExceeded{boinc.ExitTimeLimitExceeded, elapsedLimitMessage(t.maxElapsed, t.fpopsBound, t.flops)}
+	case t.maxMemory > 0 && t.wssSmoothed > t.maxMemory:
+		l = &limitExceeded{boinc.ExitMemLimitExceeded, memoryLimitMessage(t.wssSmoothed, t.maxMemory)}
+	case t.maxDisk > 0 && t.disk > t.maxDisk:
+		l = &limitExceeded{boinc.ExitDiskLimitExceeded, diskLimitMessage(t.disk, t.maxDisk)}
+	default:
+		return
+	}
+	r.log.Warn("task exceeded a resource limit; aborting it", "result", t.name, "reason", l.msg)
+	t.limit = l
+	r.killTree(t)
 }
 
 func (r *Runner) pollTask(t *task, now time.Time, u usage) {
@@ -440,6 +577,8 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 	t.lastTick = now
 	if u.ok {
 		t.wss = u.rss
+		t.wssSmoothed = smoothWSS(t.wssSmoothed, u.rss, now.Sub(t.wssTime))
+		t.wssTime = now
 		t.peakWSS = max(t.peakWSS, u.rss)
 		t.cpu = max(t.cpu, t.startCPU+u.cpu)
 	}
@@ -506,7 +645,7 @@ func (r *Runner) writeTaskState(t *task) {
 		"    <peak_swap_size>%f</peak_swap_size>\n"+
 		"    <peak_disk_usage>%f</peak_disk_usage>\n"+
 		"</active_task>\n",
-		xmlEscape(projectURLOf(t.key)), xmlEscape(t.name), t.ckptCPU, t.ckptElapsed, t.fraction, t.peakWSS, 0.0, 0.0)
+		xmlEscape(projectURLOf(t.key)), xmlEscape(t.name), t.ckptCPU, t.ckptElapsed, t.fraction, t.peakWSS, 0.0, t.peakDisk)
 	if err := os.WriteFile(filepath.Join(t.dir, "boinc_task_state.xml"), []byte(body), 0o644); err != nil {
 		r.log.Warn("write task state", "result", t.name, "err", err)
 	}
@@ -557,8 +696,26 @@ func (r *Runner) flushQueue(t *task) {
 	}
 }
 
+// pauseProcess stops or continues the task's process: <suspend/> and
+// <resume/> for API apps, SIGSTOP and SIGCONT of the process group
+// (NtSuspendProcess on Windows) for plain programs.
+func (r *Runner) pauseProcess(t *task, pause bool) error {
+	switch {
+	case t.api && pause:
+		r.queueMsg(t, boincapi.MsgSuspend)
+	case t.api:
+		r.queueMsg(t, boincapi.MsgResume)
+	case pause:
+		return stopTree(t.cmd.Process, t.job)
+	default:
+		return contTree(t.cmd.Process, t.job)
+	}
+	return nil
+}
+
 // Suspend pauses a task: <suspend/> for API apps, SIGSTOP of the process
-// group for plain programs.
+// group for plain programs. A task the CPU throttle has paused stays
+// paused, now on the daemon's account.
 func (r *Runner) Suspend(key string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -569,16 +726,17 @@ func (r *Runner) Suspend(key string) error {
 	if t.suspended {
 		return nil
 	}
-	if t.api {
-		r.queueMsg(t, boincapi.MsgSuspend)
-	} else if err := stopTree(t.cmd.Process); err != nil {
+	if t.throttled {
+		t.throttled = false
+	} else if err := r.pauseProcess(t, true); err != nil {
 		return fmt.Errorf("suspend %s: %w", t.name, err)
 	}
 	t.suspended = true
 	return nil
 }
 
-// Resume continues a suspended task.
+// Resume continues a suspended task. During an off phase of the CPU
+// throttle the task stays paused until the next on phase.
 func (r *Runner) Resume(key string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -589,13 +747,61 @@ func (r *Runner) Resume(key string) error {
 	if !t.suspended {
 		return nil
 	}
-	if t.api {
-		r.queueMsg(t, boincapi.MsgResume)
-	} else if err := contTree(t.cmd.Process); err != nil {
+	if r.throttle.active() && !r.throttle.on && r.canThrottle(t) {
+		t.throttled = true
+	} else if err := r.pauseProcess(t, false); err != nil {
 		return fmt.Errorf("resume %s: %w", t.name, err)
 	}
 	t.suspended = false
 	return nil
+}
+
+// SetThrottle sets the CPU usage limit (cpu_usage_limit, percent). For
+// 0 < pct < 100 Poll duty-cycles every running task that is neither
+// suspended, nor a GPU task, nor marked DontThrottle: it runs for pct% of
+// each cycle (10 s, longer when pct is so near 0 or 100 that a phase
+// would be under 1 s) and is paused through the normal suspend path for
+// the rest. Throttle pauses are separate from Suspend and Resume and do
+// not show in Status.Suspended; elapsed time keeps counting through them,
+// so a throttled task's elapsed time is wall time while its CPU time is
+// about pct% of it. Any other pct stops throttling and continues the
+// paused tasks at once.
+func (r *Runner) SetThrottle(pct float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.throttle.set(pct)
+	if r.throttle.active() {
+		return // Poll applies the phase
+	}
+	for _, t := range r.tasks {
+		if !t.exited {
+			r.applyThrottle(t, true)
+		}
+	}
+}
+
+// canThrottle says whether the throttle may pause t now.
+func (r *Runner) canThrottle(t *task) bool {
+	return t.throttleable && t.limit == nil && !t.quitReq && !t.abortReq && !t.killReq && !t.hung && !t.finishKill
+}
+
+// applyThrottle brings t in line with the throttle phase.
+func (r *Runner) applyThrottle(t *task, run bool) {
+	switch {
+	case run && t.throttled:
+		t.throttled = false
+		if !t.suspended {
+			if err := r.pauseProcess(t, false); err != nil {
+				r.log.Warn("throttle: continue task", "result", t.name, "err", err)
+			}
+		}
+	case !run && !t.throttled && !t.suspended && r.canThrottle(t):
+		if err := r.pauseProcess(t, true); err != nil {
+			r.log.Warn("throttle: pause task", "result", t.name, "err", err)
+			return
+		}
+		t.throttled = true
+	}
 }
 
 // Quit asks a task to exit so it can be restarted later (<quit/>, or
@@ -660,7 +866,7 @@ func (r *Runner) askToExit(t *task, msg string) error {
 			return m.msg == boincapi.MsgSuspend || m.msg == boincapi.MsgResume
 		})
 		r.queueMsg(t, msg)
-	} else if err := terminateTree(t.cmd.Process); err != nil {
+	} else if err := terminateTree(t.cmd.Process, t.job); err != nil {
 		return err
 	}
 	if t.grace == nil {
@@ -683,7 +889,7 @@ func (r *Runner) killTree(t *task) {
 	if t.exited {
 		return
 	}
-	if err := killTree(t.cmd.Process); err != nil {
+	if err := killTree(t.cmd.Process, t.job); err != nil {
 		r.log.Warn("kill process group", "result", t.name, "pid", t.pid, "err", err)
 	}
 }
@@ -712,7 +918,7 @@ func (r *Runner) StopAll(ctx context.Context) {
 		}
 		if t.api {
 			r.queueMsg(t, boincapi.MsgQuit)
-		} else if err := terminateTree(t.cmd.Process); err != nil {
+		} else if err := terminateTree(t.cmd.Process, t.job); err != nil {
 			r.log.Warn("terminate task", "result", t.name, "err", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -215,6 +216,10 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, e
 	}
 
 	maxWSS := spec.Host.MNBytes * spec.Prefs.RAMMaxUsedBusyPct / 100
+	diskPaths := make([]string, 0, len(outs))
+	for _, o := range outs {
+		diskPaths = append(diskPaths, filepath.Join(projDir, o.ref.FileName))
+	}
 	t := &task{
 		key:      res.Key(),
 		name:     res.Name,
@@ -234,7 +239,14 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, e
 		fraction: res.FractionDone,
 		// CheckpointElapsedTime from a previous run is where elapsed time
 		// stood at its last checkpoint.
-		ckptElapsed: res.CheckpointElapsedTime,
+		ckptElapsed:  res.CheckpointElapsedTime,
+		maxElapsed:   spec.MaxElapsed,
+		maxMemory:    spec.MaxMemory,
+		maxDisk:      spec.MaxDisk,
+		fpopsBound:   spec.WU.RscFpopsBound,
+		flops:        spec.Version.Flops,
+		throttleable: spec.GPUType == "" && !spec.DontThrottle,
+		diskPaths:    diskPaths,
 	}
 	t.cmd, err = buildCommand(spec, dir, projDir, esc, main)
 	if err != nil {
@@ -288,7 +300,7 @@ func buildCommand(spec TaskSpec, dir, projDir, esc string, main boinc.FileRef) (
 	}
 	cmd := &exec.Cmd{
 		Path: exe,
-		Args: append(append([]string{"../../projects/" + esc + "/" + main.FileName}, wuArgs...), vArgs...),
+		Args: slices.Concat([]string{"../../projects/" + esc + "/" + main.FileName}, wuArgs, vArgs, deviceArgs(spec)),
 		Dir:  dir,
 		Env:  taskEnv(os.Environ(), esc),
 	}
@@ -340,8 +352,20 @@ func (r *Runner) launch(t *task, spec TaskSpec) error {
 		return fmt.Errorf("exec %s: %w", t.cmd.Path, err)
 	}
 	t.pid = t.cmd.Process.Pid
+	// Until the process is in its Job Object (Windows), a child it starts
+	// at once would escape the job: os/exec cannot start it suspended.
+	job, err := newJob(t.cmd.Process)
+	if err != nil {
+		r.log.Warn("job object; the task's children may outlive it", "result", spec.Result.Name, "pid", t.pid, "err", err)
+	}
+	t.job = job
 	t.lastTick = time.Now()
-	if err := lowerPriority(t.cmd.Process); err != nil {
+	t.wssTime = t.lastTick
+	// GPU tasks and tasks using less than a CPU feed a device and run at
+	// a higher priority than CPU hogs (ACTIVE_TASK::start high_priority).
+	avg := spec.Version.AvgNCPUs
+	high := spec.GPUType != "" || (avg > 0 && avg < 1)
+	if err := lowerPriority(t.cmd.Process, high); err != nil {
 		r.log.Warn("lower task priority", "result", spec.Result.Name, "pid", t.pid, "err", err)
 	}
 	return nil
