@@ -156,7 +156,11 @@ func (e *Evaluator) Evaluate(in Inputs, p Prefs) Decision {
 		if in.NonBOINCCPU >= 0 {
 			load = fmt.Sprintf("%.0f%%", in.NonBOINCCPU)
 		}
-		cpuReasons = append(cpuReasons, fmt.Sprintf("CPU is busy (non-BOINC CPU usage %s; %s %g%%)", load, which, limit))
+		why := fmt.Sprintf("CPU is busy (non-BOINC CPU usage %s; %s %g%%", load, which, limit)
+		if in.NonBOINCCPU <= limit {
+			why += fmt.Sprintf("; resuming after %s below it", dur(CPUUsageResumeHold.Seconds()))
+		}
+		cpuReasons = append(cpuReasons, why+")")
 	}
 	d.GPU |= d.Computing
 

@@ -96,6 +96,18 @@ func TestCPUUsageThresholds(t *testing.T) {
 	}
 }
 
+func TestCPUUsageResumingReason(t *testing.T) {
+	p := DefaultPrefs()
+	var e Evaluator
+	e.Evaluate(Inputs{Now: base, IdleSecs: -1, NonBOINCCPU: 90}, p)
+	e.Evaluate(Inputs{Now: base.Add(CPUUsageSuspendHold), IdleSecs: -1, NonBOINCCPU: 90}, p)
+	d := e.Evaluate(Inputs{Now: base.Add(CPUUsageSuspendHold + time.Second), IdleSecs: -1, NonBOINCCPU: 12}, p)
+	want := []string{"CPU is busy (non-BOINC CPU usage 12%; niu_suspend_cpu_usage 50%; resuming after 30s below it)"}
+	if d.Computing != ReasonCPUUsage || !reflect.DeepEqual(d.Reasons, want) {
+		t.Fatalf("Computing %d, Reasons %q; want %d, %q", d.Computing, d.Reasons, ReasonCPUUsage, want)
+	}
+}
+
 func TestCPUUsageDisabledResumesAtOnce(t *testing.T) {
 	p := DefaultPrefs()
 	p.NIUSuspendCPUUsage = 20
