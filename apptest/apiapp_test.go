@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/guirpc/client"
 )
 
 // resultSuccess is RESULT state FILES_UPLOADED (5), what a successful
@@ -60,3 +64,201 @@ func TestProgressFromSharedMemory(t *testing.T) {
 	}
 }
 
+// TestSuspendResume: suspending a task over GUI RPC (suspend_result, as
+// boinccmd --task URL NAME suspend sends it) makes the real app stop
+// using CPU within 2 s, without SIGSTOP (BOINC-API apps are suspended by
+// the <suspend/> message: the library parks the worker thread), and
+// resume_result makes it compute again.
+func TestSuspendResume(t *testing.T) {
+	t.Parallel()
+	app := needAPIApp(t)
+	srv := apiProject(t, app, "--seconds 120")
+	dataDir := filepath.Join(t.TempDir(), "data")
+	// Checkpoints every second, and leave_apps_in_memory so a suspended
+	// task that has checkpointed stays in memory instead of being asked to
+	// quit (the C++ client's preemption rule, which boincd follows).
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	override := "<global_preferences>\n<leave_apps_in_memory>1</leave_apps_in_memory>\n</global_preferences>\n"
+	if err := os.WriteFile(filepath.Join(dataDir, "global_prefs_override.xml"), []byte(override), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := startDaemon(t, dataDir, daemonConfig(srv, 1))
+	gui := h.gui()
+
+	h.waitRunning(30 * time.Second)
+	var tv daemon.TaskView
+	waitFor(t, 20*time.Second, "progress from the app", func() bool {
+		var ok bool
+		tv, ok = h.task()
+		return ok && tv.FractionDone > 0
+	})
+	ar, ok := activeResult(t, gui, tv.Name)
+	if !ok || ar.PID == 0 {
+		t.Fatalf("get_results has no process id for %s: %+v", tv.Name, ar)
+	}
+	pid := ar.PID
+	if used := cpuOver(t, pid, time.Second); used < 0.1 {
+		t.Fatalf("running app used %.2f s CPU in 1 s, want it busy", used)
+	}
+
+	resultOp(t, gui, "suspend_result", tv.Project, tv.Name)
+	sent := time.Now()
+	// Within 2 s the app must be idle: find a quiet half second.
+	waitFor(t, 2*time.Second, "the app to stop using CPU after suspend_result", func() bool {
+		return cpuOver(t, pid, 500*time.Millisecond) <= 0.02
+	})
+	t.Logf("app idle %.2f s after suspend_result", time.Since(sent).Seconds())
+	// And it stays idle: the API's timer thread wakes 10 times a second,
+	// which costs well under the 0.05 s allowed over 2 s.
+	if used := cpuOver(t, pid, 2*time.Second); used > 0.05 {
+		t.Fatalf("suspended app used %.2f s CPU over 2 s", used)
+	}
+	st := mustProcStat(t, pid)
+	if st.state == 'T' {
+		t.Errorf("API app was SIGSTOPped (state T); BOINC-API apps are suspended by message")
+	}
+	if tv, _ := h.task(); !tv.Suspended || tv.Running {
+		t.Errorf("daemon view after suspend: Suspended=%v Running=%v, want true, false", tv.Suspended, tv.Running)
+	}
+	fracSuspended := tv.FractionDone
+	if tv, _ := h.task(); tv.FractionDone > fracSuspended {
+		fracSuspended = tv.FractionDone
+	}
+
+	resultOp(t, gui, "resume_result", tv.Project, tv.Name)
+	waitFor(t, 2*time.Second, "the app to use CPU again after resume_result", func() bool {
+		return cpuOver(t, pid, 500*time.Millisecond) >= 0.1
+	})
+	waitFor(t, 10*time.Second, "progress after resume", func() bool {
+		tv, _ := h.task()
+		return tv.Running && tv.FractionDone > fracSuspended
+	})
+}
+
+// TestQuitAndResumeFromCheckpoint: a graceful daemon stop sends <quit/>;
+// the app exits; a new daemon on the same data directory restarts the
+// task in the same slot, where the app finds its checkpoint and resumes
+// from it, and the result is reported once, successfully.
+func TestQuitAndResumeFromCheckpoint(t *testing.T) {
+	t.Parallel()
+	app := needAPIApp(t)
+	srv := apiProject(t, app, "--seconds 6")
+	dataDir := filepath.Join(t.TempDir(), "data")
+	cfg := daemonConfig(srv, 1)
+	h1 := startDaemon(t, dataDir, cfg)
+	gui := h1.gui()
+
+	tv := h1.waitRunning(30 * time.Second)
+	var ar client.Result
+	waitFor(t, 20*time.Second, "a checkpoint", func() bool {
+		var ok bool
+		ar, ok = activeResult(t, gui, tv.Name)
+		return ok && ar.CheckpointCPUTime > 0 && ar.PID != 0
+	})
+	pid, slot := ar.PID, ar.Slot
+	ckpt := filepath.Join(dataDir, "slots", strconv.Itoa(slot), "apiapp_state.txt")
+	if _, err := os.Stat(ckpt); err != nil {
+		t.Fatalf("app checkpoint file: %v", err)
+	}
+
+	stopped := time.Now()
+	if err := h1.stop(20 * time.Second); err != nil {
+		t.Fatalf("graceful stop: %v", err)
+	}
+	// The app quit on its own: the daemon waited for it.
+	if _, alive, err := readProcStat(pid); err != nil || alive {
+		t.Fatalf("app process %d still alive after the daemon stopped (err %v)", pid, err)
+	}
+	if len(h1.logs.find("task did not quit before shutdown; killing it")) > 0 {
+		t.Errorf("the app had to be killed; it should have honoured <quit/>")
+	}
+	t.Logf("daemon with its app stopped in %.2f s", time.Since(stopped).Seconds())
+	if _, err := os.Stat(ckpt); err != nil {
+		t.Fatalf("checkpoint gone after quit: %v", err)
+	}
+
+	h2 := startDaemon(t, dataDir, cfg)
+	tv2 := h2.waitRunning(30 * time.Second)
+	if tv2.Slot != slot {
+		t.Errorf("restarted in slot %d, want the original slot %d", tv2.Slot, slot)
+	}
+	name, rr, st := waitReported(t, srv, 60*time.Second)
+	if rr.State != resultSuccess || rr.ExitStatus != 0 {
+		t.Fatalf("reported state %d exit_status %d, want %d and 0; stderr:\n%s", rr.State, rr.ExitStatus, resultSuccess, rr.StderrOut)
+	}
+	if !strings.Contains(rr.StderrOut, "apiapp: resumed from checkpoint at") {
+		t.Errorf("reported stderr does not show a resume from the checkpoint:\n%s", rr.StderrOut)
+	}
+	// Give a duplicate report a chance to show up before counting.
+	time.Sleep(time.Second)
+	if n := srv.Stats().Reported[name]; n != 1 {
+		t.Errorf("result %s reported %d times, want once", name, n)
+	}
+	if len(st.Errors) > 0 {
+		t.Errorf("server saw protocol errors: %q", st.Errors)
+	}
+}
+
+// TestAbort: abort_result over GUI RPC ends the app's process within a
+// few seconds and the server is told exit_status 203
+// (EXIT_ABORTED_VIA_GUI).
+func TestAbort(t *testing.T) {
+	t.Parallel()
+	app := needAPIApp(t)
+	srv := apiProject(t, app, "--seconds 120")
+	h := startDaemon(t, filepath.Join(t.TempDir(), "data"), daemonConfig(srv, 0))
+	gui := h.gui()
+
+	h.waitRunning(30 * time.Second)
+	var tv daemon.TaskView
+	waitFor(t, 20*time.Second, "progress from the app", func() bool {
+		var ok bool
+		tv, ok = h.task()
+		return ok && tv.FractionDone > 0
+	})
+	ar, ok := activeResult(t, gui, tv.Name)
+	if !ok || ar.PID == 0 {
+		t.Fatalf("get_results has no process id for %s", tv.Name)
+	}
+
+	resultOp(t, gui, "abort_result", tv.Project, tv.Name)
+	waitFor(t, 5*time.Second, "the aborted app's process to be gone", func() bool {
+		_, alive, err := readProcStat(ar.PID)
+		return err == nil && !alive
+	})
+	_, rr, _ := waitReported(t, srv, 20*time.Second)
+	if rr.ExitStatus != boinc.ExitAbortedViaGUI || rr.State != resultAborted {
+		t.Fatalf("reported exit_status %d state %d, want %d and %d", rr.ExitStatus, rr.State, boinc.ExitAbortedViaGUI, resultAborted)
+	}
+}
+
+// resultAborted is RESULT state ABORTED (6).
+const resultAborted = 6
+
+// TestMemoryLimit: a task whose working set exceeds its workunit's
+// rsc_memory_bound (the test project sends 1e8 bytes) is ended with
+// EXIT_MEM_LIMIT_EXCEEDED (198), as the C++ client does.
+func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
+	app := needAPIApp(t)
+	srv := apiProject(t, app, "--seconds 120 --mem 300")
+	h := startDaemon(t, filepath.Join(t.TempDir(), "data"), daemonConfig(srv, 0))
+	gui := h.gui()
+
+	tv := h.waitRunning(30 * time.Second)
+	var pid int
+	waitFor(t, 20*time.Second, "the app's process id", func() bool {
+		ar, ok := activeResult(t, gui, tv.Name)
+		pid = ar.PID
+		return ok && pid != 0
+	})
+	_, rr, _ := waitReported(t, srv, 40*time.Second)
+	if rr.ExitStatus != boinc.ExitMemLimitExceeded {
+		t.Fatalf("reported exit_status %d state %d, want %d (memory limit); stderr:\n%s", rr.ExitStatus, rr.State, boinc.ExitMemLimitExceeded, rr.StderrOut)
+	}
+	if _, alive, err := readProcStat(pid); err != nil || alive {
+		t.Errorf("app process %d still alive after the memory-limit abort (err %v)", pid, err)
+	}
+}
