@@ -25,6 +25,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/hostcond"
 )
 
 // FileName is the config file's default name inside the data directory.
@@ -76,6 +77,18 @@ type Prefs struct {
 	CPUUsageLimit              *float64 `toml:"cpu_usage_limit"`
 	CPUSchedulingPeriodMinutes *float64 `toml:"cpu_scheduling_period_minutes"`
 	DiskInterval               *float64 `toml:"disk_interval"`
+	LeaveAppsInMemory          *bool    `toml:"leave_apps_in_memory"`
+
+	// When computing is suspended (BOINC's global preferences).
+	SuspendCPUUsage    *float64 `toml:"suspend_cpu_usage"`  // % non-BOINC CPU load; 0 = never
+	RunIfUserActive    *bool    `toml:"run_if_user_active"` // compute while the user is active
+	RunGPUIfUserActive *bool    `toml:"run_gpu_if_user_active"`
+	IdleTimeToRun      *float64 `toml:"idle_time_to_run"` // minutes without input = not in use
+	RunOnBatteries     *bool    `toml:"run_on_batteries"`
+	StartHour          *float64 `toml:"start_hour"` // computing window, local hours
+	EndHour            *float64 `toml:"end_hour"`
+	NetStartHour       *float64 `toml:"net_start_hour"` // network window
+	NetEndHour         *float64 `toml:"net_end_hour"`
 }
 
 // Project is one attachment.
@@ -211,6 +224,12 @@ func (c *Config) validate() error {
 		{"cpu_usage_limit", c.Prefs.CPUUsageLimit, 1, 100},
 		{"cpu_scheduling_period_minutes", c.Prefs.CPUSchedulingPeriodMinutes, 1, 24 * 60},
 		{"disk_interval", c.Prefs.DiskInterval, 1, 86400},
+		{"suspend_cpu_usage", c.Prefs.SuspendCPUUsage, 0, 100},
+		{"idle_time_to_run", c.Prefs.IdleTimeToRun, 0, 1440},
+		{"start_hour", c.Prefs.StartHour, 0, 24},
+		{"end_hour", c.Prefs.EndHour, 0, 24},
+		{"net_start_hour", c.Prefs.NetStartHour, 0, 24},
+		{"net_end_hour", c.Prefs.NetEndHour, 0, 24},
 	}
 	for _, ck := range checks {
 		if ck.v != nil && (*ck.v < ck.min || *ck.v > ck.max) {
@@ -316,6 +335,37 @@ func (c *Config) BoincPrefs() boinc.Prefs {
 	set(&p.CPUUsageLimit, c.Prefs.CPUUsageLimit)
 	set(&p.CPUSchedulingPeriodMinutes, c.Prefs.CPUSchedulingPeriodMinutes)
 	set(&p.DiskInterval, c.Prefs.DiskInterval)
+	set(&p.SuspendCPUUsage, c.Prefs.SuspendCPUUsage)
+	if c.Prefs.RunIfUserActive != nil {
+		p.RunIfUserActive = *c.Prefs.RunIfUserActive
+	}
+	if c.Prefs.LeaveAppsInMemory != nil {
+		p.LeaveAppsInMemory = *c.Prefs.LeaveAppsInMemory
+	}
+	return p
+}
+
+// HostCondPrefs returns the suspend-condition preferences the config
+// sets, over BOINC's defaults (the other prefs come from BoincPrefs).
+func (c *Config) HostCondPrefs() hostcond.Prefs {
+	p := hostcond.FromBoinc(c.BoincPrefs())
+	setB := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setF := func(dst *float64, v *float64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	setB(&p.RunGPUIfUserActive, c.Prefs.RunGPUIfUserActive)
+	setB(&p.RunOnBatteries, c.Prefs.RunOnBatteries)
+	setF(&p.IdleTimeToRun, c.Prefs.IdleTimeToRun)
+	setF(&p.CPU.Start, c.Prefs.StartHour)
+	setF(&p.CPU.End, c.Prefs.EndHour)
+	setF(&p.Net.Start, c.Prefs.NetStartHour)
+	setF(&p.Net.End, c.Prefs.NetEndHour)
 	return p
 }
 

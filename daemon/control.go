@@ -79,14 +79,18 @@ type modes struct {
 
 const modesMetaKey = "modes"
 
-// computingSuspended: the volunteer switched computing off.
+// computingSuspended: the volunteer switched computing off, or (in
+// "auto" mode) a host condition suspends it.
 func (d *Daemon) computingSuspended(now time.Time) bool {
-	return d.modes.Run.Current(now) == ModeNever
+	cpu, _, _ := d.suspendReasons(now)
+	return cpu != 0
 }
 
-// networkSuspended: the volunteer switched the network off.
+// networkSuspended: the volunteer switched the network off, or it is
+// outside the network time window.
 func (d *Daemon) networkSuspended(now time.Time) bool {
-	return d.modes.Network.Current(now) == ModeNever
+	_, _, n := d.suspendReasons(now)
+	return n != 0
 }
 
 // SetMode changes one of the run, gpu or network modes.

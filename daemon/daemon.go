@@ -62,6 +62,9 @@ type Options struct {
 	// long after completion (SCHEDULING.md §4.4: 1 h).
 	MaxReportDelay time.Duration
 	QuitGrace      time.Duration // default 60 s
+	// IgnoreHostConditions: never suspend for user activity, CPU load,
+	// battery or time of day (tests, which load the machine themselves).
+	IgnoreHostConditions bool
 	// GUIRPCAddr overrides the config's GUI RPC address ("127.0.0.1:0"
 	// in tests; "off" disables GUI RPC).
 	GUIRPCAddr string
@@ -131,6 +134,7 @@ type Daemon struct {
 
 	nextFetchCheck time.Time
 	core           *core
+	hostc          *hostState
 	elog           *eventlog.Log
 	names          projectNames
 	guiAddr        string
@@ -183,6 +187,7 @@ func New(opt Options) (*Daemon, error) {
 		xfers:       map[string]*xferInFlight{},
 		active:      map[string]*activeTask{},
 		core:        newCore(),
+		hostc:       newHostState(),
 		sched:       map[string]*workfetch.ProjectState{},
 		rpcDetached: map[string]string{},
 	}

@@ -220,15 +220,10 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 		NetworkModePerm:  permOrAuto(d.modes.Network.Perm),
 		NetworkModeDelay: d.modes.Network.Delay(now),
 	}
-	if d.computingSuspended(now) {
-		st.CCStatus.TaskSuspendReason = SuspendUserReq
-	}
-	if d.modes.GPU.Current(now) == ModeNever || d.computingSuspended(now) {
-		st.CCStatus.GPUSuspendReason = SuspendUserReq
-	}
-	if d.networkSuspended(now) {
-		st.CCStatus.NetworkSuspendReason = SuspendUserReq
-	}
+	cpu, gpu, network := d.suspendReasons(now)
+	st.CCStatus.TaskSuspendReason = int(cpu)
+	st.CCStatus.GPUSuspendReason = int(gpu)
+	st.CCStatus.NetworkSuspendReason = int(network)
 	up := now.Sub(d.startTime).Seconds()
 	st.TimeStats = guirpc.TimeStats{
 		OnFrac: 1, ConnectedFrac: -1, CPUAndNetworkAvailableFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1,

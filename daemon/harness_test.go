@@ -134,19 +134,20 @@ type harness struct {
 // testOptions are the shortened intervals every harness daemon uses.
 func testOptions(dataDir string, logs *logBuffer, cfg *config.Config) Options {
 	return Options{
-		DataDir:           dataDir,
-		Config:            cfg,
-		Logger:            slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		PollInterval:      100 * time.Millisecond,
-		WorkFetchInterval: 500 * time.Millisecond,
-		RPCBackoffMin:     500 * time.Millisecond,
-		XferBackoffMin:    500 * time.Millisecond,
-		FetchBackoffMin:   500 * time.Millisecond,
-		GUIRPCAddr:        "127.0.0.1:0",
-		MaxReportDelay:    200 * time.Millisecond,
-		QuitGrace:         time.Second,
-		BenchmarkDuration: -1,
-		Seed:              42,
+		DataDir:              dataDir,
+		Config:               cfg,
+		Logger:               slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PollInterval:         100 * time.Millisecond,
+		WorkFetchInterval:    500 * time.Millisecond,
+		RPCBackoffMin:        500 * time.Millisecond,
+		XferBackoffMin:       500 * time.Millisecond,
+		FetchBackoffMin:      500 * time.Millisecond,
+		GUIRPCAddr:           "127.0.0.1:0",
+		IgnoreHostConditions: true,
+		MaxReportDelay:       200 * time.Millisecond,
+		QuitGrace:            time.Second,
+		BenchmarkDuration:    -1,
+		Seed:                 42,
 	}
 }
 

@@ -151,6 +151,7 @@ func (d *Daemon) prefsOverride() string {
 func (d *Daemon) rereadPrefs() {
 	old := d.prefs
 	d.prefs = d.effectivePrefs()
+	d.refreshHostPrefs()
 	if old != d.prefs {
 		d.log.Info("preferences changed",
 			slog.Float64("work_buf_min_days", d.prefs.WorkBufMinDays),

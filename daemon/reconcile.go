@@ -55,6 +55,7 @@ const (
 func (d *Daemon) reconcile(cfg *config.Config, now time.Time) {
 	d.cfg = cfg
 	d.prefs = d.effectivePrefs()
+	d.refreshHostPrefs()
 	want := map[string]config.Project{}
 	for _, cp := range cfg.Projects {
 		want[cp.URL] = cp

@@ -183,7 +183,13 @@ func (d *Daemon) pollTasks(now time.Time) {
 		d.accountUsage(now, now.Sub(d.lastPoll).Seconds())
 	}
 	d.lastPoll = now
-	for _, s := range d.runner.Poll(now) {
+	statuses := d.runner.Poll(now)
+	own := make(map[string]float64, len(statuses))
+	for _, s := range statuses {
+		own[s.ResultKey] = s.CPUTime
+	}
+	d.evaluateHost(now, own)
+	for _, s := range statuses {
 		r := d.st.results[s.ResultKey]
 		at := d.active[s.ResultKey]
 		if r == nil || at == nil {

@@ -102,7 +102,8 @@ func runChild(spec string) int {
 		Seed:              o.Seed,
 		// Never the default 31416: parallel daemons (or a real BOINC
 		// client on the machine) would fight over it.
-		GUIRPCAddr: cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),
+		GUIRPCAddr:           cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),
+		IgnoreHostConditions: true,
 	})
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))

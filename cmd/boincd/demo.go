@@ -100,6 +100,10 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	defer srv.Close()
 
 	cfg := config.Default()
+	// The demo is watched, not left alone: a busy machine (say, the go
+	// build that started it) must not pause it as "CPU busy".
+	noCPULimit := 0.0
+	cfg.Prefs.SuspendCPUUsage = &noCPULimit
 	cfg.Projects = []config.Project{{URL: srv.URL(), Authenticator: "demo-account-key", ResourceShare: 100}}
 	d, err := daemon.New(daemon.Options{
 		DataDir: dataDir, Config: cfg, Logger: logger, ExitWhenIdle: true,

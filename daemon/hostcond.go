@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/boincd/boincd/hostcond"
+)
+
+// hostState tracks the host conditions that suspend computing in "auto"
+// mode: user activity, non-BOINC CPU load, battery, time of day.
+type hostState struct {
+	eval     hostcond.Evaluator
+	sampler  *hostcond.CPUSampler
+	prefs    hostcond.Prefs
+	decision hostcond.Decision
+	lastCPU  map[string]float64 // task → CPU seconds at the last sample
+	logged   string             // last logged suspension, to log changes once
+}
+
+func newHostState() *hostState {
+	return &hostState{sampler: hostcond.NewCPUSampler(), lastCPU: map[string]float64{}, prefs: hostcond.DefaultPrefs()}
+}
+
+// refreshHostPrefs rebuilds the suspend-condition preferences: the
+// config's, then the override file's (which may hold day_prefs and the
+// rest of BOINC's global preferences).
+func (d *Daemon) refreshHostPrefs() {
+	p := d.cfg.HostCondPrefs()
+	if raw, err := os.ReadFile(filepath.Join(d.opt.DataDir, PrefsOverrideFile)); err == nil {
+		if err := p.ApplyXML(raw); err != nil {
+			d.log.Error("preferences override: suspend conditions ignored", slog.Any("err", err))
+			p = d.cfg.HostCondPrefs()
+		}
+	}
+	d.hostc.prefs = p
+}
+
+// evaluateHost samples the host once per poll and decides whether
+// conditions suspend computing, the GPU or the network.
+func (d *Daemon) evaluateHost(now time.Time, ownCPU map[string]float64) {
+	if d.opt.IgnoreHostConditions {
+		return
+	}
+	h := d.hostc
+	delta := 0.0
+	for k, cpu := range ownCPU {
+		if last, ok := h.lastCPU[k]; ok && cpu > last {
+			delta += cpu - last
+		}
+	}
+	h.lastCPU = ownCPU
+	in := hostcond.Inputs{
+		Now:         now,
+		IdleSecs:    hostcond.IdleSeconds(),
+		OnBattery:   hostcond.OnBattery(),
+		NonBOINCCPU: h.sampler.Sample(now, delta),
+	}
+	h.decision = h.eval.Evaluate(in, h.prefs)
+	msg := strings.Join(h.decision.Reasons, "; ")
+	if msg != h.logged {
+		if msg == "" {
+			d.log.Info("host conditions allow computing again")
+		} else {
+			d.log.Info("suspending by host conditions", slog.String("reasons", msg))
+		}
+		h.logged = msg
+		d.fetchSoon(now)
+	}
+}
+
+// suspendReasons is the cc_status view: user request from the run mode,
+// else the host conditions in "auto" mode (ModeAlways ignores them).
+func (d *Daemon) suspendReasons(now time.Time) (cpu, gpu, network uint32) {
+	switch d.modes.Run.Current(now) {
+	case ModeNever:
+		cpu = SuspendUserReq
+	case ModeAuto:
+		cpu = d.hostc.decision.Computing
+	}
+	switch d.modes.GPU.Current(now) {
+	case ModeNever:
+		gpu = SuspendUserReq
+	case ModeAuto:
+		gpu = d.hostc.decision.GPU
+	}
+	gpu |= cpu
+	switch d.modes.Network.Current(now) {
+	case ModeNever:
+		network = SuspendUserReq
+	case ModeAuto:
+		network = d.hostc.decision.Network
+	}
+	return hostcond.Primary(cpu), hostcond.Primary(gpu), hostcond.Primary(network)
+}

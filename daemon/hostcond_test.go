@@ -1,0 +1,65 @@
+package daemon
+
+import (
+	"testing"
+	"time"
+
+	"github.com/boincd/boincd/hostcond"
+)
+
+// The run modes decide how host conditions count: "never" is a user
+// request, "always" ignores the conditions, "auto" reports them; the GPU
+// is suspended whenever computing is.
+func TestSuspendReasons(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	busy := hostcond.Decision{Computing: hostcond.ReasonCPUUsage, GPU: hostcond.ReasonCPUUsage}
+	tests := []struct {
+		name             string
+		run, gpu, net    int
+		dec              hostcond.Decision
+		wantCPU, wantGPU uint32
+		wantNet          uint32
+	}{
+		{"auto, nothing", ModeAuto, ModeAuto, ModeAuto, hostcond.Decision{}, 0, 0, 0},
+		{"auto, cpu busy", ModeAuto, ModeAuto, ModeAuto, busy, hostcond.ReasonCPUUsage, hostcond.ReasonCPUUsage, 0},
+		{"always ignores conditions", ModeAlways, ModeAlways, ModeAuto, busy, 0, 0, 0},
+		{"never is a user request", ModeNever, ModeAuto, ModeNever, hostcond.Decision{}, SuspendUserReq, SuspendUserReq, SuspendUserReq},
+		{"gpu never only", ModeAuto, ModeNever, ModeAuto, hostcond.Decision{}, 0, SuspendUserReq, 0},
+		{"network window", ModeAuto, ModeAuto, ModeAuto, hostcond.Decision{Network: hostcond.ReasonTimeOfDay}, 0, 0, hostcond.ReasonTimeOfDay},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &Daemon{hostc: newHostState()}
+			d.modes.Run.Perm, d.modes.GPU.Perm, d.modes.Network.Perm = tt.run, tt.gpu, tt.net
+			d.hostc.decision = tt.dec
+			cpu, gpu, net := d.suspendReasons(now)
+			if cpu != tt.wantCPU || gpu != tt.wantGPU || net != tt.wantNet {
+				t.Fatalf("reasons = %d/%d/%d, want %d/%d/%d", cpu, gpu, net, tt.wantCPU, tt.wantGPU, tt.wantNet)
+			}
+			if d.computingSuspended(now) != (tt.wantCPU != 0) || d.networkSuspended(now) != (tt.wantNet != 0) {
+				t.Fatal("computingSuspended/networkSuspended disagree with the reasons")
+			}
+		})
+	}
+}
+
+// A temporary mode lasts its duration, then the permanent one is back.
+func TestRunModeTemporary(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	var m runMode
+	if err := m.set(ModeNever, time.Hour, now); err != nil {
+		t.Fatal(err)
+	}
+	if m.Current(now) != ModeNever || m.Current(now.Add(2*time.Hour)) != ModeAuto {
+		t.Fatalf("temporary mode: %d then %d", m.Current(now), m.Current(now.Add(2*time.Hour)))
+	}
+	if d := m.Delay(now.Add(30 * time.Minute)); d < 1799 || d > 1801 {
+		t.Fatalf("delay = %g", d)
+	}
+	if err := m.set(ModeRestore, 0, now); err != nil || m.Current(now) != ModeAuto {
+		t.Fatalf("restore: %v %d", err, m.Current(now))
+	}
+	if err := m.set(9, 0, now); err == nil {
+		t.Fatal("mode 9 accepted")
+	}
+}
