@@ -1,6 +1,8 @@
 package apptest
 
 import (
+	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/guirpc/client"
+	"github.com/boincd/boincd/internal/testproject"
 )
 
 // resultSuccess is RESULT state FILES_UPLOADED (5), what a successful
@@ -52,9 +55,22 @@ func TestProgressFromSharedMemory(t *testing.T) {
 	})
 	t.Logf("fraction done seen rising: %v; CPU %.2f s", fractions, cpu)
 
-	_, rr, _ := waitReported(t, srv, 40*time.Second)
+	name, rr, st := waitReported(t, srv, 40*time.Second)
 	if rr.State != resultSuccess || rr.ExitStatus != 0 {
 		t.Fatalf("reported state %d exit_status %d, want %d and 0; stderr:\n%s", rr.State, rr.ExitStatus, resultSuccess, rr.StderrOut)
+	}
+	// The app found its input and output through boinc_resolve_filename
+	// and the soft-link files boincd wrote into the slot.
+	job := st.Jobs[name]
+	in := testproject.JobInput(job.N, job.InputSize)
+	sum := fnv.New64a()
+	sum.Write(in)
+	want := fmt.Sprintf("apiapp output\ninput bytes: %d\ninput fnv: %016x\nseconds: 6\n", len(in), sum.Sum64())
+	if len(job.OutputFiles) != 1 {
+		t.Fatalf("job has output files %q, want one", job.OutputFiles)
+	}
+	if got := string(st.Uploaded[job.OutputFiles[0]]); got != want {
+		t.Errorf("uploaded output %q, want %q", got, want)
 	}
 	if rr.FinalCPUTime <= 0 {
 		t.Errorf("reported final CPU time %g, want > 0", rr.FinalCPUTime)
@@ -190,6 +206,29 @@ func TestQuitAndResumeFromCheckpoint(t *testing.T) {
 	}
 	if !strings.Contains(rr.StderrOut, "apiapp: resumed from checkpoint at") {
 		t.Errorf("reported stderr does not show a resume from the checkpoint:\n%s", rr.StderrOut)
+	}
+	// The restart counts CPU time from the last checkpoint the daemon saw
+	// (init_data.xml wu_cpu_time), and the app redoes the work after its
+	// own checkpoint file, which can be a second ahead: the daemon learns
+	// of a checkpoint only from the next app_status, which a quit can
+	// pre-empt (as with the C++ client). So the total is at least the
+	// daemon's checkpoint plus the second run's work.
+	var base float64
+	if rs := h2.logs.find("task restarted"); len(rs) == 1 {
+		base, _ = rs[0]["from_checkpoint_cpu"].(float64)
+	} else {
+		t.Fatalf("second daemon logged %d task restarts, want 1", len(rs))
+	}
+	var resumedAt float64
+	if i := strings.Index(rr.StderrOut, "resumed from checkpoint at "); i >= 0 {
+		fmt.Sscanf(rr.StderrOut[i+len("resumed from checkpoint at "):], "%g", &resumedAt)
+	}
+	if base <= 0 || resumedAt <= 0 {
+		t.Fatalf("restart from checkpoint CPU %g, app resumed at %g: want both > 0", base, resumedAt)
+	}
+	if want := base + (6 - resumedAt) - 0.1; rr.FinalCPUTime < want {
+		t.Errorf("reported final CPU time %.2f s, want at least %.2f s (checkpoint %.2f s + second run's %.2f s of work)",
+			rr.FinalCPUTime, want, base, 6-resumedAt)
 	}
 	// Give a duplicate report a chance to show up before counting.
 	time.Sleep(time.Second)
