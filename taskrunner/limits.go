@@ -236,7 +236,9 @@ func (th *throttle) advance(now time.Time) bool {
 	} else {
 		th.debt += th.frac * dt
 	}
-	h := throttleHalf(th.frac)
+	// The tolerance keeps a phase that ends exactly on a poll (5 s at
+	// 50%) from running one poll longer through rounding.
+	h := throttleHalf(th.frac) - 1e-9
 	if th.on && th.debt <= -h {
 		th.on = false
 	} else if !th.on && th.debt >= h {
