@@ -11,13 +11,38 @@
 // processes and one goroutine per process that waits for it. The Runner
 // never modifies the boinc values it is given: it copies what it needs.
 //
+// Resource limits (TaskSpec.MaxElapsed, MaxMemory, MaxDisk) are checked
+// at every Poll, as check_rsc_limits_exceeded does: a task over one has
+// its whole process tree killed and is reported as Error with exit status
+// 197, 198 or 196. The memory limit applies to the smoothed working set
+// (WSSHalfLife), the disk limit to the slot plus outputs, measured every
+// Config.DiskCheckInterval. The daemon decides the limits; the runner
+// only enforces them.
+//
+// CPU throttling (SetThrottle, the cpu_usage_limit preference) is a duty
+// cycle that Poll drives from the clock it is given: every throttleable
+// task is paused and continued through the same path as Suspend and
+// Resume, but the throttle's pauses are its own, so it never continues a
+// task the daemon suspended. GPU tasks and DontThrottle tasks run freely.
+//
+// GPU tasks learn their device from init_data.xml (gpu_type,
+// gpu_device_num, gpu_opencl_dev_index) and, for apps older than API 7.5,
+// from `--device N` arguments, exactly as the C++ client hands them over.
+// CUDA_VISIBLE_DEVICES (and its OpenCL counterparts) is deliberately not
+// set: it would renumber the devices the app sees, so an app passing its
+// device number to CUDA would pick the wrong GPU or none.
+//
 // Platforms: Linux is the reference (process groups, Pdeathsig, waitid
 // WNOWAIT so a group is never killed after its id could be reused, /proc
 // for CPU time, working set and orphan detection). Other Unix systems get
-// the same process handling but no per-group CPU/RSS sampling and no
-// orphan detection. On Windows there are no process groups and no Job
-// Objects here: Kill, Quit and StopAll end only the main process
-// (Process.Kill), so children an app spawns itself can survive it; plain
-// programs are suspended with NtSuspendProcess; KillOrphan identifies an
-// orphan by its executable lying under the data directory's projects/.
+// the same process handling but no per-group CPU/RSS sampling (so no
+// memory limit) and no orphan detection. On Windows each task runs in a
+// kill-on-close Job Object: Kill, the quit and abort timeouts, StopAll
+// and the end of the task terminate the job, so the app's children never
+// outlive it, and the job dies with the daemon. os/exec cannot start a
+// process suspended, so the process joins its job just after it starts; a
+// child it spawns in that instant escapes the job. CPU time and working
+// set come from the job, plain programs are suspended with
+// NtSuspendProcess on every process of the job, and KillOrphan identifies
+// an orphan by its executable lying under the data directory's projects/.
 package taskrunner
