@@ -280,9 +280,12 @@ const resultAborted = 6
 // rsc_memory_bound (the test project sends 1e8 bytes) is ended with
 // EXIT_MEM_LIMIT_EXCEEDED (198), as the C++ client does.
 func TestMemoryLimit(t *testing.T) {
+	// taskrunner enforces TaskSpec.MaxMemory, but daemon.startTask does not
+	// set it from the workunit's rsc_memory_bound yet: remove this skip
+	// once it does.
+	t.Skip("boincd does not enforce the memory bound yet: daemon.startTask never sets taskrunner.TaskSpec.MaxMemory (nor MaxElapsed, MaxDisk) from the workunit, so a task over rsc_memory_bound runs on")
 	t.Parallel()
 	app := needAPIApp(t)
-	t.Skip("boincd does not enforce the memory bound yet: the daemon never sets taskrunner.TaskSpec.MaxMemory from the workunit's rsc_memory_bound, so a task over it runs on")
 	srv := apiProject(t, app, "--seconds 120 --mem 300")
 	h := startDaemon(t, filepath.Join(t.TempDir(), "data"), daemonConfig(srv, 0))
 	gui := h.gui()

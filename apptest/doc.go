@@ -14,9 +14,10 @@
 // resume_result, abort_result) and by stopping the daemon. They check
 // progress, CPU time and checkpoints read from shared memory, suspend and
 // resume by message, quit and restart from the app's own checkpoint,
-// abort, and the memory limit; a shell-script app without api_version
-// checks the signal path (SIGSTOP/SIGCONT/SIGKILL of the process group)
-// for plain programs.
+// abort, and the memory limit (TestMemoryLimit is skipped until the
+// daemon hands rsc_memory_bound to the runner). A shell-script app
+// without api_version checks the signal path (SIGSTOP/SIGCONT/SIGKILL of
+// the process group) for plain programs.
 //
 // Without the library (or a C++ compiler) every real-API test is skipped
 // with a message saying to install libboinc-app-dev, except when CI=true,

@@ -2,7 +2,6 @@ package apptest
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,17 +52,19 @@ var compilerFlags = []string{"-O2", "-Wall", "-I/usr/include/boinc", "-lboinc_ap
 // buildAPIApp compiles testdata/apiapp.cpp with the system C++ compiler
 // ($CXX, else g++, else c++, else clang++).
 func buildAPIApp(dir string) builtApp {
-	cxx := os.Getenv("CXX")
-	if cxx == "" {
-		for _, c := range []string{"g++", "c++", "clang++"} {
-			if p, err := exec.LookPath(c); err == nil {
-				cxx = p
-				break
-			}
+	candidates := []string{"g++", "c++", "clang++"}
+	if env := os.Getenv("CXX"); env != "" {
+		candidates = []string{env}
+	}
+	cxx := ""
+	for _, c := range candidates {
+		if p, err := exec.LookPath(c); err == nil {
+			cxx = p
+			break
 		}
 	}
 	if cxx == "" {
-		return builtApp{missing: errors.New("no C++ compiler found (set CXX or install g++)")}
+		return builtApp{missing: fmt.Errorf("no C++ compiler found (tried %s; set CXX or install g++)", strings.Join(candidates, ", "))}
 	}
 	if _, err := os.Stat("/usr/include/boinc/boinc_api.h"); err != nil {
 		return builtApp{missing: fmt.Errorf("BOINC API headers: %w", err)}
