@@ -283,7 +283,6 @@ func TestMemoryLimit(t *testing.T) {
 	// taskrunner enforces TaskSpec.MaxMemory, but daemon.startTask does not
 	// set it from the workunit's rsc_memory_bound yet: remove this skip
 	// once it does.
-	t.Skip("boincd does not enforce the memory bound yet: daemon.startTask never sets taskrunner.TaskSpec.MaxMemory (nor MaxElapsed, MaxDisk) from the workunit, so a task over rsc_memory_bound runs on")
 	t.Parallel()
 	app := needAPIApp(t)
 	srv := apiProject(t, app, "--seconds 120 --mem 300")

@@ -302,7 +302,7 @@ func (d *Daemon) schedule(now time.Time) {
 		if _, ok := d.active[key]; ok {
 			continue
 		}
-		d.startTask(d.st.results[key], now)
+		d.startTask(d.st.results[key], a.GPUs, now)
 		if at := d.active[key]; at != nil {
 			at.ranEDF = edf[key]
 		}

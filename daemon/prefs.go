@@ -152,6 +152,7 @@ func (d *Daemon) rereadPrefs() {
 	old := d.prefs
 	d.prefs = d.effectivePrefs()
 	d.refreshHostPrefs()
+	d.runner.SetThrottle(d.prefs.CPUUsageLimit)
 	if old != d.prefs {
 		d.log.Info("preferences changed",
 			slog.Float64("work_buf_min_days", d.prefs.WorkBufMinDays),

@@ -56,6 +56,7 @@ func (d *Daemon) reconcile(cfg *config.Config, now time.Time) {
 	d.cfg = cfg
 	d.prefs = d.effectivePrefs()
 	d.refreshHostPrefs()
+	d.runner.SetThrottle(d.prefs.CPUUsageLimit)
 	want := map[string]config.Project{}
 	for _, cp := range cfg.Projects {
 		want[cp.URL] = cp

@@ -117,7 +117,7 @@ func (d *Daemon) freeSlot() int {
 	}
 }
 
-func (d *Daemon) startTask(r *boinc.Result, now time.Time) {
+func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 	log := d.taskLog(r)
 	p := d.st.projects[r.ProjectURL]
 	v := d.st.versionOf(r)
@@ -157,10 +157,21 @@ func (d *Daemon) startTask(r *boinc.Result, now time.Time) {
 	if !d.flush() {
 		return
 	}
-	slot, pid, err := d.runner.Start(d.ctx, taskrunner.TaskSpec{
+	spec := taskrunner.TaskSpec{
 		Project: p, App: app, Version: v, WU: wu, Result: r, Files: files,
 		Host: d.host, Prefs: d.prefs, Slot: r.Slot,
-	})
+		ResourceShareFraction: d.shareFraction(p),
+		// Limits as the C++ client sets them (ACTIVE_TASK::init): the
+		// elapsed time the FLOPs bound allows, the workunit's memory bound
+		// capped by the RAM the prefs give BOINC, and its disk bound.
+		MaxElapsed: taskrunner.ElapsedLimit(wu.RscFpopsBound, d.taskFlops(r)),
+		MaxMemory:  d.memoryLimit(wu),
+		MaxDisk:    wu.RscDiskBound,
+	}
+	if rsc, _, ngpus := d.resultRsc(r); rsc.IsGPU() {
+		spec.GPUType, spec.GPUDevices, spec.GPUUsage = rsc.String(), append([]int(nil), gpus...), ngpus
+	}
+	slot, pid, err := d.runner.Start(d.ctx, spec)
 	if err != nil {
 		log.Error("cannot start task", slog.Any("err", err))
 		d.taskFailed(r, boinc.PhaseComputeError, boinc.ErrResultStart, "couldn't start: "+err.Error(), now)
@@ -175,6 +186,28 @@ func (d *Daemon) startTask(r *boinc.Result, now time.Time) {
 	} else {
 		log.Info("task started", slog.Int("slot", slot), slog.String("app", app.Name))
 	}
+}
+
+// taskFlops is the speed the task's estimates assume (app version flops,
+// or the benchmark times its CPUs).
+func (d *Daemon) taskFlops(r *boinc.Result) float64 {
+	if v := d.st.versionOf(r); v != nil {
+		if v.Flops > 0 {
+			return v.Flops
+		}
+		return d.host.PFpops * max(v.AvgNCPUs, 1)
+	}
+	return max(d.host.PFpops, 1e9)
+}
+
+// memoryLimit is the workunit's memory bound, or less when the RAM the
+// preferences leave to BOINC is smaller.
+func (d *Daemon) memoryLimit(wu *boinc.Workunit) float64 {
+	lim := wu.RscMemoryBound
+	if ram := d.host.MNBytes * d.prefs.RAMMaxUsedBusyPct / 100; ram > 0 && (lim <= 0 || ram < lim) {
+		lim = ram
+	}
+	return lim
 }
 
 // pollTasks reads progress from the running tasks every second.
