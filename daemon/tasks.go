@@ -168,6 +168,11 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		MaxMemory:  d.memoryLimit(wu),
 		MaxDisk:    wu.RscDiskBound,
 	}
+	if app.NonCPUIntensive {
+		// Non-CPU-intensive apps (network monitors and the like) run as
+		// long as they like and are never throttled.
+		spec.MaxElapsed, spec.DontThrottle = 0, true
+	}
 	if rsc, _, ngpus := d.resultRsc(r); rsc.IsGPU() {
 		spec.GPUType, spec.GPUDevices, spec.GPUUsage = rsc.String(), append([]int(nil), gpus...), ngpus
 	}
