@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -234,10 +235,17 @@ func (d *Daemon) pollTasks(now time.Time) {
 			continue
 		}
 		r.CurrentCPUTime = s.CPUTime
+		r.ElapsedTime = at.elapsed(now)
 		if s.FractionDone > 0 {
 			r.FractionDone = s.FractionDone
+		} else if v := d.st.versionOf(r); v != nil && v.APIVersion == "" {
+			// A plain program reports nothing: progress can only be guessed
+			// from elapsed time, as BOINC Manager does (app.cpp), never
+			// reaching 100 % before the program ends.
+			if est := d.estimateDuration(r); est > 0 {
+				r.FractionDone = 1 - math.Exp(-r.ElapsedTime/est)
+			}
 		}
-		r.ElapsedTime = at.elapsed(now)
 		if s.WorkingSet > r.PeakWorkingSet {
 			r.PeakWorkingSet = s.WorkingSet
 		}
