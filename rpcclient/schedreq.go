@@ -43,7 +43,11 @@ type SchedulerRequest struct {
 	NetStats       NetStats
 	Host           boinc.Host
 	DiskUsage      DiskUsage
-	Results        []ReportedResult
+	// CoprocsXML is the body of the top-level <coprocs> element (one
+	// <coproc_cuda>… per GPU type, with req_secs/req_instances), written
+	// only when the host has a GPU (PROTOCOLS.md §1.3 #20).
+	CoprocsXML string
+	Results    []ReportedResult
 	// AppVersions are all of the project's versions; OtherResult.AppVersion
 	// indexes this slice.
 	AppVersions  []*boinc.AppVersion
@@ -161,6 +165,14 @@ func (r *SchedulerRequest) write(x *xw) {
 	x.elemF("        <d_boinc_used_project>", r.DiskUsage.Project, "</d_boinc_used_project>\n")
 	x.elemF("        <d_project_share>", r.DiskUsage.Share, "</d_project_share>\n")
 	x.raw("    </disk_usage>\n")
+	if r.CoprocsXML != "" {
+		x.raw("    <coprocs>\n")
+		x.raw(r.CoprocsXML)
+		if !strings.HasSuffix(r.CoprocsXML, "\n") {
+			x.raw("\n")
+		}
+		x.raw("    </coprocs>\n")
+	}
 	for i := range r.Results {
 		writeReportedResult(x, &r.Results[i])
 	}
