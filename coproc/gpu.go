@@ -10,7 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	stdslices "slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,10 +127,6 @@ func coresPerSM(major, minor int) (cores, flopsPerClock int) {
 	}
 }
 
-// fallbackPeakFlops is what the C++ client assumes when it cannot compute
-// a device's speed.
-const fallbackPeakFlops = 5e10
-
 // PeakFlops estimates a device's peak single-precision FLOPS the way the
 // C++ client does: clock(kHz)×1000 × SMs × cores per SM × flops per clock.
 // It returns 0 when any factor is unknown. An H200 (CC 9.0, 132 SMs,
@@ -228,12 +224,12 @@ func ProjectExcluded(info NVIDIAInfo, ex []Exclusion, projectURL string) []int {
 			continue
 		}
 		for _, g := range info.GPUs {
-			if e.matches(g) && !slices.Contains(out, g.Index) {
+			if e.matches(g) && !stdslices.Contains(out, g.Index) {
 				out = append(out, g.Index)
 			}
 		}
 	}
-	slices.Sort(out)
+	stdslices.Sort(out)
 	return out
 }
 

@@ -43,6 +43,10 @@ const (
 	symAttributes        = "nvmlDeviceGetAttributes_v2"
 )
 
+// fallbackPeakFlops is what the C++ client assumes when it cannot compute
+// a device's speed.
+const fallbackPeakFlops = 5e10
+
 // ProbeNVIDIA asks NVML for every NVIDIA device. It never panics and never
 // fails outright: with no library, no driver, a driver/library mismatch or
 // no device it returns zero GPUs and an Err (wrapping ErrNoNVIDIA and the
