@@ -362,6 +362,8 @@ type Prober struct {
 	run       *probeRun // the call in flight, nil when none
 	saidNone  bool      // "no NVIDIA GPU" already logged for this state
 	lastFound NVIDIAInfo
+	// lastWarnings are the previous probe's warnings.
+	lastWarnings []string
 }
 
 type probeRun struct {
@@ -423,9 +425,14 @@ func (p *Prober) Probe(ctx context.Context) NVIDIAInfo {
 func (p *Prober) report(info NVIDIAInfo) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Warnings repeat on every re-probe while their cause lasts: log each
+	// once, when it first appears.
 	for _, w := range info.Warnings {
-		p.log.Warn("NVIDIA probe", "warning", w)
+		if !stdslices.Contains(p.lastWarnings, w) {
+			p.log.Warn("NVIDIA probe", "warning", w)
+		}
 	}
+	p.lastWarnings = info.Warnings
 	if len(info.GPUs) == 0 {
 		if !p.saidNone {
 			p.log.Info("no NVIDIA GPU", "reason", errString(info.Err))

@@ -451,3 +451,61 @@ func TestProberHungDriver(t *testing.T) {
 		t.Errorf("%d NVML Init calls, want 1 (no pile-up behind a hung driver)", calls)
 	}
 }
+
+// TestProbeRealNVML runs the real go-nvml. Without a driver it checks the
+// no-GPU path (dlopen fails, twice, cleanly); on a GPU host it checks the
+// numbers are plausible and logs what the daemon would send.
+func TestProbeRealNVML(t *testing.T) {
+	p := NewProber(DefaultNVML(), nil, time.Minute)
+	info := p.Probe(context.Background())
+	if errors.Is(info.Err, nvml.ERROR_LIBRARY_NOT_FOUND) {
+		if again := p.Probe(context.Background()); !errors.Is(again.Err, nvml.ERROR_LIBRARY_NOT_FOUND) || len(again.GPUs) != 0 {
+			t.Fatalf("re-probe: %+v", again)
+		}
+		t.Skipf("no NVIDIA driver here: %v", info.Err)
+	}
+	if info.Err != nil {
+		t.Skipf("NVML present but no usable GPU: %v", info.Err)
+	}
+	for _, g := range info.GPUs {
+		t.Logf("%+v", g)
+		if !strings.HasPrefix(g.UUID, "GPU-") || g.Major < 3 || g.TotalMem == 0 {
+			t.Errorf("implausible GPU %+v", g)
+		}
+		if g.PeakFlops < 1e11 || g.PeakFlops > 1e15 {
+			t.Errorf("%s: peak %g FLOPS implausible", g.Name, g.PeakFlops)
+		}
+	}
+	if info.DrvVersion < 30000 || info.CUDAVersion < 9000 {
+		t.Errorf("versions %q %d %d", info.DriverVersion, info.DrvVersion, info.CUDAVersion)
+	}
+	var b strings.Builder
+	if err := WriteCoprocs(&b, info, UsableGPUs(info, false), nil, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("driver %s CUDA %d\n%s", info.DriverVersion, info.CUDAVersion, b.String())
+}
+
+func TestProberWarnsOnce(t *testing.T) {
+	m := mockLib("550.54.15", 12040, nil, h200, rtx3080)
+	ok := m.DeviceGetHandleByIndexFunc
+	m.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i == 1 {
+			return nil, nvml.ERROR_GPU_IS_LOST
+		}
+		return ok(i)
+	}
+	var logs syncBuffer
+	p := NewProber(m, slog.New(slog.NewTextHandler(&logs, nil)), time.Minute)
+	for range 3 {
+		if info := p.Probe(context.Background()); len(info.GPUs) != 1 || len(info.Warnings) != 1 {
+			t.Fatalf("info = %+v", info)
+		}
+	}
+	if n := strings.Count(logs.String(), "ERROR_GPU_IS_LOST"); n != 1 {
+		t.Errorf("warning logged %d times, want once:\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), h200.uuid); n != 1 {
+		t.Errorf("GPU logged %d times, want once:\n%s", n, logs.String())
+	}
+}
