@@ -49,11 +49,23 @@ type Config struct {
 	// (the C++ client's cc_config unsigned_apps_ok). Off by default:
 	// a project's executables must be signed with its code-signing key.
 	UnsignedAppsOK bool `toml:"unsigned_apps_ok"`
+	// UseAllGPUs uses every NVIDIA GPU, not only those as capable as the
+	// best one (the C++ client's use_all_gpus).
+	UseAllGPUs bool `toml:"use_all_gpus"`
+	// GPUExclude keeps devices away from all projects or one project.
+	GPUExclude []GPUExclude `toml:"gpu_exclude"`
 
 	GUIRPC   GUIRPC    `toml:"gui_rpc"`
 	Log      Log       `toml:"log"`
 	Prefs    Prefs     `toml:"prefs"`
 	Projects []Project `toml:"project"`
+}
+
+// GPUExclude names a GPU (UUID "GPU-…" or NVML index) to leave alone,
+// for every project or only for Project (a master URL).
+type GPUExclude struct {
+	Device  string `toml:"device"`
+	Project string `toml:"project"`
 }
 
 // GUIRPC configures the GUI RPC listener that boinccmd and BOINC Manager use.

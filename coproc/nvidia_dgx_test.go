@@ -1,10 +1,7 @@
-//go:build linux && cgo && nvmldgx
+//go:build linux && cgo
 
-// go-nvml's DGX mocks (pkg/nvml/mock/dgxa100, dgxh200) import
-// github.com/google/uuid, which is not in this module's go.sum: this file
-// is built only with -tags nvmldgx, once go.mod/go.sum carry
-// github.com/google/uuid v1.6.0 (or with -modfile pointing at a copy that
-// does).
+// go-nvml's DGX mocks (pkg/nvml/mock/dgxa100, dgxh200) drive the probe
+// through whole-machine configurations.
 
 package coproc
 

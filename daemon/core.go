@@ -90,6 +90,7 @@ func (d *Daemon) coreHost() workfetch.Host {
 	h.Instances[workfetch.CPU] = float64(d.usableCPUs())
 	h.RelSpeed[workfetch.CPU] = 1
 	h.CPUAvail, h.GPUAvail = 1, 1
+	d.addGPUs(&h)
 	return h
 }
 
@@ -199,6 +200,9 @@ func (d *Daemon) buildCore(now time.Time) {
 				wp.NoRsc[r] = true
 			}
 		}
+		if d.gpuExcludedFor(p.MasterURL) {
+			wp.NoRsc[workfetch.NVIDIA] = true
+		}
 		c.projects = append(c.projects, wp)
 		c.shares = append(c.shares, p.ResourceShare)
 	}
@@ -302,7 +306,7 @@ func (d *Daemon) schedule(now time.Time) {
 		if _, ok := d.active[key]; ok {
 			continue
 		}
-		d.startTask(d.st.results[key], a.GPUs, now)
+		d.startTask(d.st.results[key], d.gpuDevices(a.GPUs), now)
 		if at := d.active[key]; at != nil {
 			at.ranEDF = edf[key]
 		}

@@ -135,6 +135,7 @@ type Daemon struct {
 	nextFetchCheck time.Time
 	core           *core
 	hostc          *hostState
+	gpu            gpuState
 	elog           *eventlog.Log
 	names          projectNames
 	guiAddr        string
@@ -320,6 +321,7 @@ func (d *Daemon) step(now time.Time) {
 	if !d.flush() {
 		return
 	}
+	d.maybeProbeGPUs(now)
 	d.finishDetaches(now)
 	d.advanceResults(now)
 	d.startTransfers(now)

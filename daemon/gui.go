@@ -200,7 +200,7 @@ func (d *Daemon) retryNetworkNow(now time.Time) {
 func (d *Daemon) guiState(now time.Time) *guirpc.State {
 	st := &guirpc.State{
 		Now:               now,
-		Host:              guirpc.HostInfo{Host: d.host},
+		Host:              guirpc.HostInfo{Host: d.host, Coprocs: d.guiCoprocs()},
 		Prefs:             d.prefs,
 		PrefsOverride:     d.prefsOverride(),
 		PlatformName:      boinc.PlatformName,

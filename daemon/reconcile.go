@@ -260,6 +260,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleMasterDone(ev, now)
 	case benchDone:
 		d.handleBenchDone(ev, now)
+	case gpuProbed:
+		d.handleGPUProbed(ev)
 	}
 }
 

@@ -236,6 +236,7 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 		Prefs:                 d.prefs,
 		CrossProjectID:        p.CrossProjectID,
 		Host:                  d.host,
+		CoprocsXML:            d.coprocsXML(work),
 	}
 	if p.HostID != 0 {
 		req.RPCSeqno = p.RPCSeqno
