@@ -275,6 +275,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.recoverTasks()
 	d.reconcile(cfg, time.Now())
 	d.startGUIRPC(runCtx)
+	if d.gpusDisabled() {
+		d.log.Info("GPUs are not used (no_gpus)")
+	}
 	d.log.Info("boincd started",
 		slog.String("data_dir", d.opt.DataDir),
 		slog.Int("projects", len(d.st.projects)),
