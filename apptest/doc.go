@@ -19,6 +19,15 @@
 // without api_version checks the signal path (SIGSTOP/SIGCONT/SIGKILL of
 // the process group) for plain programs.
 //
+// Client liveness is checked with the real library too:
+// TestClientPIDIsDaemon shows init_data.xml names boincd's own pid as
+// client_pid (and shm_key -1), and that the app passes the library's
+// kill(client_pid, 0) check against it; TestAppExitsWhenClientGone and
+// TestAppExitsWithoutHeartbeat run the app in a hand-made slot and show
+// it exits by itself, without finishing, within 10 s of its client_pid
+// dying, or 30 s after start when client_pid is 0 and no heartbeat comes,
+// and that heartbeats once a second keep it running.
+//
 // Without the library (or a C++ compiler) every real-API test is skipped
 // with a message saying to install libboinc-app-dev, except when CI=true,
 // where they fail instead: CI never skips them.

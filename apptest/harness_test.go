@@ -93,9 +93,16 @@ func startProject(t *testing.T, app testproject.App, cmdline string) *testprojec
 
 // daemonConfig attaches to srv; diskInterval > 0 sets the checkpoint
 // period apps are given (init_data.xml checkpoint_period).
+//
+// suspend_cpu_usage is 0 (never suspend for non-BOINC CPU load): the
+// tests run in parallel, and every other test's app, compiler or daemon
+// is non-BOINC load to this daemon, which with the default 25% would
+// suspend its task at random.
 func daemonConfig(srv *testproject.Server, diskInterval float64) *config.Config {
 	cfg := config.Default()
 	cfg.Projects = []config.Project{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 100}}
+	noCPUSuspend := 0.0
+	cfg.Prefs.SuspendCPUUsage = &noCPUSuspend
 	if diskInterval > 0 {
 		cfg.Prefs.DiskInterval = &diskInterval
 	}

@@ -129,15 +129,23 @@ func TestSharedMemoryMechanisms(t *testing.T) {
 }
 
 // writeMinimalInitData writes the init_data.xml fields the API reads at
-// start; the library leaves the rest at their defaults.
+// start, naming the test process as the client; the library leaves the
+// rest at their defaults.
 func writeMinimalInitData(t *testing.T, slot string, key int) {
+	t.Helper()
+	writeInitDataFor(t, slot, key, os.Getpid())
+}
+
+// writeInitDataFor is writeMinimalInitData with client_pid clientPID (0:
+// no client pid, so the API falls back to the heartbeat timeout).
+func writeInitDataFor(t *testing.T, slot string, key, clientPID int) {
 	t.Helper()
 	body := fmt.Sprintf("<app_init_data>\n<major_version>7</major_version>\n<minor_version>20</minor_version>\n"+
 		"<release>5</release>\n<app_version>100</app_version>\n<app_name>apiapp</app_name>\n"+
 		"<project_dir>%s</project_dir>\n<boinc_dir>%s</boinc_dir>\n<wu_name>probe</wu_name>\n<result_name>probe_0</result_name>\n"+
 		"<shm_key>%d</shm_key>\n<slot>0</slot>\n<client_pid>%d</client_pid>\n<checkpoint_period>60.000000</checkpoint_period>\n"+
 		"<fraction_done_start>0.000000</fraction_done_start>\n<fraction_done_end>1.000000</fraction_done_end>\n</app_init_data>\n",
-		slot, slot, key, os.Getpid())
+		slot, slot, key, clientPID)
 	if err := os.WriteFile(filepath.Join(slot, boincapi.InitDataFileName), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,13 @@
 // (Debian's libboinc-app-dev), used by package apptest to prove that
 // boincd drives real BOINC-API apps.
 //
-// Usage: apiapp [--seconds N] [--mem MB]
+// Usage: apiapp [--seconds N] [--mem MB] [--idle]
 //
 //   --seconds N  do N seconds of CPU work (thread CPU time, so time spent
 //                suspended does not count), default 8
+//   --idle       sleep instead of computing: N seconds of wall time, the
+//                worker waking every 0.1 s (for tests that only exercise
+//                the library's timer thread and must not load the host)
 //   --mem MB     allocate MB megabytes and keep touching them while
 //                working (for the memory-limit test), default 0
 //
@@ -16,7 +19,7 @@
 // output through boinc_resolve_filename("out") and ends with
 // boinc_finish(0).
 //
-// Build: g++ -O2 -o apiapp apiapp.cpp -I/usr/include/boinc \
+// Build: g++ -O2 -o apiapp apiapp.cpp -I/usr/include/boinc
 //            -lboinc_api -lboinc -lpthread
 
 #include <errno.h>
@@ -38,6 +41,15 @@ static const char* kCheckpoint = "apiapp_state.txt";
 static double thread_cpu() {
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) {
+        return 0;
+    }
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+// wall is the monotonic clock: the work clock of an --idle run.
+static double wall() {
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0) {
         return 0;
     }
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
@@ -89,11 +101,14 @@ static int write_checkpoint(double done, unsigned long long sum) {
 int main(int argc, char** argv) {
     double seconds = 8;
     long mem_mb = 0;
+    bool idle = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
             seconds = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--mem") && i + 1 < argc) {
             mem_mb = atol(argv[++i]);
+        } else if (!strcmp(argv[i], "--idle")) {
+            idle = true;
         }
     }
 
@@ -141,13 +156,21 @@ int main(int argc, char** argv) {
         memset(mem, 1, mem_bytes);
     }
 
-    double start = thread_cpu();
+    double (*clock)() = idle ? wall : thread_cpu;
+    double start = clock();
     double base = done;
     size_t page = 0;
     while (done < seconds) {
-        // Real CPU work: a few million multiply-xors per step.
-        for (int i = 0; i < 2000000; i++) {
-            sum = (sum ^ (unsigned long long)i) * 1099511628211ULL;
+        if (idle) {
+            // The API's SIGALRM may cut the sleep short; the clock, not
+            // the sleep, measures the work.
+            struct timespec step = {0, 100000000};
+            nanosleep(&step, NULL);
+        } else {
+            // Real CPU work: a few million multiply-xors per step.
+            for (int i = 0; i < 2000000; i++) {
+                sum = (sum ^ (unsigned long long)i) * 1099511628211ULL;
+            }
         }
         if (mem != NULL) {
             // Keep the allocation resident: touch a stride of pages.
@@ -156,7 +179,7 @@ int main(int argc, char** argv) {
                 page = (page + 4096) % mem_bytes;
             }
         }
-        done = base + (thread_cpu() - start);
+        done = base + (clock() - start);
         boinc_fraction_done(done < seconds ? done / seconds : 1.0);
         if (boinc_time_to_checkpoint()) {
             if (write_checkpoint(done, sum) != 0) {
