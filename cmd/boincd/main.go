@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
-	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/internal/demoapp"
 )
@@ -199,30 +197,4 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-func runProbe(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("boincd probe", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "print JSON")
-	dir := fs.String("dir", ".", "data directory whose filesystem is measured")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	h, warns := coproc.ProbeHost(context.Background(), *dir)
-	for _, w := range warns {
-		fmt.Fprintln(stderr, "warning:", w)
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(h)
-		return 0
-	}
-	fmt.Fprintf(stdout, "host:        %s (%s)\n", h.DomainName, h.IPAddr)
-	fmt.Fprintf(stdout, "os:          %s / %s\n", h.OSName, h.OSVersion)
-	fmt.Fprintf(stdout, "cpu:         %d x %s (%s)\n", h.PNCPUs, h.PModel, h.PVendor)
-	fmt.Fprintf(stdout, "memory:      %.1f GiB, swap %.1f GiB\n", h.MNBytes/(1<<30), h.MSwap/(1<<30))
-	fmt.Fprintf(stdout, "disk:        %.1f GiB free of %.1f GiB\n", h.DFree/(1<<30), h.DTotal/(1<<30))
-	return 0
 }

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/boincd/boincd/coproc"
+)
+
+func TestProbeCommand(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		check    func(t *testing.T, out string)
+	}{
+		{
+			name: "table",
+			args: []string{"--dir", dir},
+			check: func(t *testing.T, out string) {
+				for _, s := range []string{"Host", "CPU", "logical", "physical", "features", "+sse2", "Memory", "swap", "Disk", dir, "OS", "Benchmarks", "use --benchmark", "GPUs", "NVIDIA"} {
+					if !strings.Contains(out, s) && !(s == "+sse2" && strings.Contains(out, "-sse2")) {
+						t.Errorf("output lacks %q:\n%s", s, out)
+					}
+				}
+			},
+		},
+		{
+			name: "table with benchmarks",
+			args: []string{"--dir", dir, "--benchmark", "--benchmark-seconds", "0.05"},
+			check: func(t *testing.T, out string) {
+				for _, s := range []string{"floating point", "(Whetstone)", "(Dhrystone)", "million ops/s per CPU"} {
+					if !strings.Contains(out, s) {
+						t.Errorf("output lacks %q:\n%s", s, out)
+					}
+				}
+			},
+		},
+		{
+			name: "json",
+			args: []string{"--json", "--dir", dir, "--benchmark", "--benchmark-seconds", "0.05"},
+			check: func(t *testing.T, out string) {
+				var doc probeDoc
+				if err := json.Unmarshal([]byte(out), &doc); err != nil {
+					t.Fatalf("not JSON: %v\n%s", err, out)
+				}
+				if doc.CPU.Logical < 1 || doc.Host.PNCPUs < 1 || doc.Memory.Total <= 0 || doc.Disk.Dir != dir || doc.OS.Name == "" {
+					t.Fatalf("doc = %+v", doc)
+				}
+				if doc.Benchmarks == nil || doc.Benchmarks.FpopsPerCPU <= 0 || doc.Host.PIops != doc.Benchmarks.IopsPerCPU {
+					t.Fatalf("benchmarks = %+v, host %+v", doc.Benchmarks, doc.Host)
+				}
+				if len(doc.CPU.Has) != len(planClassFeatures) {
+					t.Fatalf("plan class features %v", doc.CPU.Has)
+				}
+				if len(doc.GPUs.NVIDIA.GPUs) == 0 && doc.GPUs.NVIDIA.NotFound == "" {
+					t.Fatal("no GPU and no reason")
+				}
+				var want strings.Builder
+				if err := coproc.WriteHostInfo(&want, doc.Host, coproc.HostInfoOptions{}); err != nil || doc.HostInfo != want.String() {
+					t.Fatalf("host_info_xml\n%s\nwant\n%s", doc.HostInfo, want.String())
+				}
+			},
+		},
+		{
+			name: "xml",
+			args: []string{"--xml", "--dir", dir},
+			check: func(t *testing.T, out string) {
+				if !strings.HasPrefix(out, "<host_info>\n    <timezone>") || !strings.HasSuffix(out, "</host_info>\n") {
+					t.Fatalf("not host_info:\n%s", out)
+				}
+			},
+		},
+		{name: "help", args: []string{"--help"}, wantCode: 0},
+		{name: "bad flag", args: []string{"--nope"}, wantCode: 2},
+		{name: "stray argument", args: []string{"extra"}, wantCode: 2},
+		{name: "bad duration", args: []string{"--benchmark-seconds", "0"}, wantCode: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(append([]string{"boincd", "probe"}, tt.args...), &out, &errb)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr %s", code, tt.wantCode, errb.String())
+			}
+			if tt.check != nil {
+				tt.check(t, out.String())
+			}
+		})
+	}
+}
+
+func TestProbeHelpers(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{tzOffset(0), "+00:00"},
+		{tzOffset(19800), "+05:30"},
+		{tzOffset(-25200), "-07:00"},
+		{cudaVersion(12040), "12.4"},
+		{cudaVersion(11080), "11.8"},
+		{cudaVersion(0), "unknown"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
