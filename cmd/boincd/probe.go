@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -211,7 +212,8 @@ func probeGPUs(ctx context.Context) probeNVIDIADoc {
 }
 
 func writeProbe(w io.Writer, d *probeDoc) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	row := func(k, format string, a ...any) { fmt.Fprintf(tw, "  %s\t"+format+"\n", append([]any{k}, a...)...) }
 	// The tab keeps section titles in the same tabwriter block, so every
 	// section is aligned to the same column.
@@ -281,6 +283,10 @@ func writeProbe(w io.Writer, d *probeDoc) {
 		row("warning", "%s", wn)
 	}
 	_ = tw.Flush()
+	// Section titles get padded like cells; drop the trailing blanks.
+	for line := range strings.Lines(buf.String()) {
+		io.WriteString(w, strings.TrimRight(line, " \n")+"\n")
+	}
 }
 
 func orUnknown(s string) string {

@@ -108,3 +108,32 @@ func TestProbeHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteProbeGPUs renders a host with GPUs, as the NVIDIA probe
+// reports them on a machine with a driver.
+func TestWriteProbeGPUs(t *testing.T) {
+	d := probeDoc{
+		CPU: probeCPUDoc{Has: map[string]bool{"neon": true}},
+		GPUs: probeGPUDoc{NVIDIA: probeNVIDIADoc{
+			DriverVersion: "550.54.15", CUDAVersion: 12040, Usable: 1,
+			GPUs: []coproc.GPU{
+				{Index: 0, UUID: "GPU-aaaa", Name: "NVIDIA H200", TotalMem: 141 << 30, Major: 9, SMCount: 132, ClockMHz: 1980, PeakFlops: 66.9e12, Usable: true},
+				{Index: 1, UUID: "GPU-bbbb", Name: "NVIDIA T400", Major: 7, Minor: 5, MIG: true, WhyNotUsable: "excluded by cc_config"},
+			},
+			Warnings: []string{"device 2: no UUID"},
+		}},
+	}
+	var b bytes.Buffer
+	writeProbe(&b, &d)
+	for _, s := range []string{
+		"+neon", "not run",
+		"550.54.15, CUDA 12.4, 1 of 2 usable",
+		"GPU 0          NVIDIA H200, 141.0 GiB, CC 9.0, 132 SMs, 1980 MHz, 66900 GFLOPS peak; usable (GPU-aaaa)",
+		"GPU 1          NVIDIA T400, 0 B, CC 7.5, 0 SMs, 0 MHz, 0 GFLOPS peak; not usable: excluded by cc_config, MIG (GPU-bbbb)",
+		"warning        device 2: no UUID",
+	} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, b.String())
+		}
+	}
+}
