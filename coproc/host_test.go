@@ -3,7 +3,8 @@ package coproc
 import (
 	"context"
 	"os"
-	"path/filepath"
+	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -254,9 +255,12 @@ func TestGlibcVersion(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("glibc only on Linux")
 	}
-	v := glibcVersion(context.Background())
-	if _, err := os.Stat("/usr/bin/getconf"); err == nil && filepath.Base(v) != v {
-		t.Fatalf("libc version %q", v)
+	out, err := exec.Command("getconf", "GNU_LIBC_VERSION").Output()
+	if err != nil {
+		t.Skipf("no glibc getconf here: %v", err)
 	}
-	t.Logf("libc %q", v)
+	v := glibcVersion(context.Background())
+	if !regexp.MustCompile(`^\d+\.\d+`).MatchString(v) || !strings.Contains(string(out), v) {
+		t.Fatalf("libc version %q from %q", v, out)
+	}
 }
