@@ -135,6 +135,7 @@ type Daemon struct {
 	nextFetchCheck time.Time
 	core           *core
 	hostc          *hostState
+	benchRunning   bool
 	gpu            gpuState
 	elog           *eventlog.Log
 	names          projectNames
@@ -325,6 +326,9 @@ func (d *Daemon) step(now time.Time) {
 		return
 	}
 	d.maybeProbeGPUs(now)
+	if d.benchmarksDue(now) {
+		d.startBenchmarks()
+	}
 	d.finishDetaches(now)
 	d.advanceResults(now)
 	d.startTransfers(now)
@@ -409,13 +413,14 @@ func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
 		h.HostCPID = randomHex(d.rand, 16)
 	}
 	h.PFpops, h.PIops, h.PMembw, h.PCalculated = saved.PFpops, saved.PIops, saved.PMembw, saved.PCalculated
-	stale := h.PCalculated == 0 || time.Since(time.Unix(int64(h.PCalculated), 0)) > 5*24*time.Hour || saved.PNCPUs != h.PNCPUs || saved.PModel != h.PModel
+	stale := h.PCalculated == 0 || time.Since(time.Unix(int64(h.PCalculated), 0)) > benchmarkPeriod || saved.PNCPUs != h.PNCPUs || saved.PModel != h.PModel
 	if stale {
 		if d.opt.BenchmarkDuration < 0 {
 			h.PFpops, h.PIops = 1e9, 1e9
 		} else {
 			d.log.Info("running CPU benchmarks", slog.Int("cpus", h.PNCPUs))
 			h.PFpops, h.PIops = coproc.Benchmark(ctx, h.PNCPUs, d.opt.BenchmarkDuration)
+			d.rescaleDCFs(saved.PFpops, h.PFpops)
 			d.log.Info("CPU benchmarks done", slog.Float64("fpops_per_cpu", h.PFpops), slog.Float64("iops_per_cpu", h.PIops))
 		}
 		h.PMembw = 1e9

@@ -158,6 +158,10 @@ type benchDone struct{ fpops, iops float64 }
 
 // startBenchmarks runs the CPU benchmarks off the owner goroutine.
 func (d *Daemon) startBenchmarks() {
+	if d.benchRunning {
+		return
+	}
+	d.benchRunning = true
 	n, dur := d.host.PNCPUs, d.opt.BenchmarkDuration
 	if dur <= 0 {
 		dur = time.Second
@@ -172,11 +176,39 @@ func (d *Daemon) startBenchmarks() {
 }
 
 func (d *Daemon) handleBenchDone(ev benchDone, now time.Time) {
+	d.benchRunning = false
+	d.rescaleDCFs(d.host.PFpops, ev.fpops)
 	d.host.PFpops, d.host.PIops = ev.fpops, ev.iops
 	d.host.PCalculated = float64(now.Unix())
 	d.batch.PutMeta("host", &d.host)
 	d.log.Info("CPU benchmarks done", slog.Float64("fpops_per_cpu", ev.fpops), slog.Float64("iops_per_cpu", ev.iops))
 }
+
+// rescaleDCFs keeps run-time estimates steady across a change of
+// benchmark: estimates divide by p_fpops, so every project's duration
+// correction factor moves with it (scale_duration_correction_factors).
+func (d *Daemon) rescaleDCFs(oldFpops, newFpops float64) {
+	f := coproc.ScaleDCF(oldFpops, newFpops)
+	if f == 1 {
+		return
+	}
+	for url, p := range d.st.projects {
+		if p.DontUseDCF {
+			continue
+		}
+		st := d.schedState(url)
+		st.DCF *= f
+		d.saveSchedState(url)
+	}
+}
+
+// benchmarksDue: the C++ client reruns its benchmarks every 5 days.
+func (d *Daemon) benchmarksDue(now time.Time) bool {
+	return d.opt.BenchmarkDuration >= 0 && d.host.PCalculated > 0 &&
+		now.Sub(time.Unix(int64(d.host.PCalculated), 0)) > benchmarkPeriod
+}
+
+const benchmarkPeriod = 5 * 24 * time.Hour
 
 // retryNetworkNow is "network available": deferred transfers and failed
 // scheduler requests are tried at once.

@@ -2,7 +2,7 @@
 //
 //	boincd [--dir DIR] [flags]        run the client (same as "boincd run")
 //	boincd demo                       run against a built-in demo project
-//	boincd probe [--json]             print what the host probe finds
+//	boincd probe [--json] [--benchmark]  print what the host probe finds
 //	boincd version
 //
 // It accepts the C++ client's flags where they overlap, so service units
@@ -69,7 +69,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   boincd [run] [--dir DIR] [--config FILE] [flags]   run the client
   boincd demo [--tasks N] [--seconds S] [--dir DIR]  run against a built-in demo project
-  boincd probe [--json]                              show what the host probe finds
+  boincd probe [--json] [--xml] [--benchmark] [--dir DIR]  show what the host probe finds
   boincd simulate [--seed N] [--days D] [--json] SCENARIO.toml  emulate the scheduler (sim/README.md)
   boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]  show a running client
   boincd version
