@@ -9,7 +9,6 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
-	"github.com/boincd/boincd/taskrunner"
 )
 
 // Run modes (lib/common_defs.h).
@@ -183,36 +182,11 @@ func (d *Daemon) projectOp(url, op string, now time.Time) error {
 // it then asks the project for work afresh.
 func (d *Daemon) resetProject(p *boinc.Project, now time.Time) {
 	url := p.MasterURL
-	for _, r := range d.st.projectResults(url) {
-		if _, ok := d.active[r.Key()]; ok {
-			_ = d.runner.Kill(r.Key())
-			delete(d.active, r.Key())
-		} else if r.Slot >= 0 {
-			_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
-		}
-	}
-	for k, x := range d.xfers {
-		if x.project == url {
-			x.cancel()
-			delete(d.xfers, k)
-		}
-	}
-	for _, m := range []func(string){
-		func(u string) { deleteProjectKeys(d.st.results, u) },
-		func(u string) { deleteProjectKeys(d.st.wus, u) },
-		func(u string) { deleteProjectKeys(d.st.files, u) },
-		func(u string) { deleteProjectKeys(d.st.versions, u) },
-		func(u string) { deleteProjectKeys(d.st.apps, u) },
-	} {
-		m(url)
-	}
+	d.dropProjectWork(url)
 	d.batch.DeleteProjectAll(url)
 	p.SchedRPCPending = boinc.RPCUserReq
 	p.MinRPCTime = time.Time{}
 	d.batch.PutProject(p)
-	d.sched[url] = nil
-	delete(d.sched, url)
-	d.saveSchedState(url)
 	if d.flush() {
 		_ = os.RemoveAll(d.projectDir(url))
 		_ = os.MkdirAll(d.projectDir(url), 0o755)

@@ -205,6 +205,27 @@ func (d *Daemon) finishDetaches(time.Time) {
 // state, files and slots.
 func (d *Daemon) removeProject(p *boinc.Project) {
 	url := p.MasterURL
+	d.dropProjectWork(url)
+	if d.rpc != nil && d.rpc.project == url {
+		d.rpc.cancel()
+	}
+	delete(d.st.projects, url)
+	delete(d.sched, url)
+	d.batch.DeleteMeta(schedMetaKey(url))
+	d.batch.DeleteProjectAll(url)
+	if !d.flush() {
+		return
+	}
+	if err := os.RemoveAll(d.projectDir(url)); err != nil {
+		d.projectLog(p).Warn("cannot remove project directory", slog.Any("err", err))
+	}
+	d.projectLog(p).Info("detached from project")
+}
+
+// dropProjectWork kills a project's tasks, cancels its transfers and
+// forgets its apps, versions, workunits, results and files (detach and
+// reset share it); the caller commits and removes the files.
+func (d *Daemon) dropProjectWork(url string) {
 	for _, r := range d.st.projectResults(url) {
 		if _, ok := d.active[r.Key()]; ok {
 			_ = d.runner.Kill(r.Key())
@@ -219,25 +240,11 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 			delete(d.xfers, k)
 		}
 	}
-	if d.rpc != nil && d.rpc.project == url {
-		d.rpc.cancel()
-	}
 	deleteProjectKeys(d.st.results, url)
 	deleteProjectKeys(d.st.wus, url)
 	deleteProjectKeys(d.st.files, url)
 	deleteProjectKeys(d.st.versions, url)
 	deleteProjectKeys(d.st.apps, url)
-	delete(d.st.projects, url)
-	delete(d.sched, url)
-	d.batch.DeleteMeta(schedMetaKey(url))
-	d.batch.DeleteProjectAll(url)
-	if !d.flush() {
-		return
-	}
-	if err := os.RemoveAll(d.projectDir(url)); err != nil {
-		d.projectLog(p).Warn("cannot remove project directory", slog.Any("err", err))
-	}
-	d.projectLog(p).Info("detached from project")
 }
 
 // deleteProjectKeys drops a project's entities from one state map; keys
