@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -136,9 +137,28 @@ func KillOrphan(dataDir string, slot int, pid int) {
 	// session of its own (a volunteer's shell that cd'ed into the slot)
 	// is left alone: apps share the daemon's session, only their group is
 	// their own.
-	for _, pgid := range slotGroups(want, pid) {
+	groups := slotGroups(want, pid)
+	for _, pgid := range groups {
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}
+	// SIGKILL is delivered at once but dying takes a moment; the task is
+	// restarted in this very slot next, so wait (briefly) until the old
+	// processes are really gone.
+	for deadline := time.Now().Add(2 * time.Second); len(groups) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		groups = slotGroups(want, pid)
+	}
+}
+
+// zombie reports whether the process has exited and waits to be reaped:
+// it runs no code and holds nothing but its pid.
+func zombie(pid string) bool {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
 
 // slotGroups lists the process groups with a member whose cwd is at or
@@ -163,6 +183,9 @@ func slotGroups(dir string, leaderPID int) []int {
 		}
 		cwd = filepath.Clean(cwd)
 		if cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+			continue
+		}
+		if zombie(e.Name()) {
 			continue
 		}
 		pgid, err := unix.Getpgid(pid)
