@@ -92,8 +92,10 @@ func PolicyByName(name string) (workfetch.Policy, error) {
 	switch name {
 	case "", VariantDefault, "debt":
 		return workfetch.DebtPolicy{}, nil
+	case "rec":
+		return NewRECPolicy(), nil
 	}
-	return nil, fmt.Errorf("unknown policy %q: want debt", name)
+	return nil, fmt.Errorf("unknown policy %q: want debt or rec", name)
 }
 
 // SchedulerByName returns a CPU/GPU scheduler by name.
@@ -101,8 +103,10 @@ func SchedulerByName(name string) (Scheduler, error) {
 	switch name {
 	case "", VariantDefault, "core":
 		return &CoreScheduler{}, nil
+	case "cs1":
+		return &CS1Scheduler{}, nil
 	}
-	return nil, fmt.Errorf("unknown scheduler %q: want core", name)
+	return nil, fmt.Errorf("unknown scheduler %q: want core or cs1", name)
 }
 
 // FetcherByName returns a work-fetch policy by name.
@@ -110,6 +114,8 @@ func FetcherByName(name string) (Fetcher, error) {
 	switch name {
 	case "", VariantDefault, "core":
 		return CoreFetcher{}, nil
+	case "wf1":
+		return WF1Fetcher{}, nil
 	}
-	return nil, fmt.Errorf("unknown work fetch %q: want core", name)
+	return nil, fmt.Errorf("unknown work fetch %q: want core or wf1", name)
 }
