@@ -345,7 +345,7 @@ func writeReportedResult(x *xw, rr *ReportedResult) {
 				s = s[len(s)-maxStderrBytes:]
 			}
 			x.raw("<stderr_txt>\n")
-			writeCDATAText(x, s)
+			writeCDATAText(x, escapeNonASCII(s))
 			x.raw("\n</stderr_txt>\n")
 		}
 		if r.ErrorMessage != "" {
@@ -362,6 +362,33 @@ func writeReportedResult(x *xw, rr *ReportedResult) {
 		}
 	}
 	x.raw("</result>\n")
+}
+
+// escapeNonASCII writes bytes ≥ 0x80 as &#N;, as the C++ client does when
+// it reads stderr.txt into the report (ACTIVE_TASK::read_stderr_file), so
+// the scheduler's XML parser never sees invalid UTF-8 from an app.
+func escapeNonASCII(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 5*n)
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 {
+			b.WriteString("&#")
+			b.WriteString(strconv.Itoa(int(c)))
+			b.WriteByte(';')
+		} else {
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // writeCDATAText writes s inside a CDATA section; a "]]>" in s would end the

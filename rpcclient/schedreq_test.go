@@ -198,3 +198,15 @@ func TestWriteRequestVariants(t *testing.T) {
 		t.Error("stderr not cut to its last 63 KB")
 	}
 }
+
+// Non-ASCII bytes of an app's stderr reach the report as &#N;, as the C++
+// client writes them (moved here from the task runner, which had the
+// conversion but never used it).
+func TestStderrNonASCIIEscaped(t *testing.T) {
+	if got, want := escapeNonASCII("ok\nnaïve\n"), "ok\nna&#195;&#175;ve\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if s := "plain"; escapeNonASCII(s) != s {
+		t.Fatal("ASCII text changed")
+	}
+}

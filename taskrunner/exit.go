@@ -257,25 +257,6 @@ func readStderrTail(path string) string {
 	return string(b)
 }
 
-// StderrOut renders stderr text as the C++ client stores it for the
-// report (ACTIVE_TASK::read_stderr_file): non-ASCII bytes escaped as
-// &#N;, wrapped in <stderr_txt>. The reporter puts it inside the CDATA of
-// <stderr_out>.
-func StderrOut(raw string) string {
-	var b strings.Builder
-	b.WriteString("<stderr_txt>\n")
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c >= 0x80 {
-			fmt.Fprintf(&b, "&#%d;", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	b.WriteString("\n</stderr_txt>\n")
-	return b.String()
-}
-
 // collectOutputs moves outputs into the project directory and checks
 // them; a missing or oversized output turns the Success into an Error.
 func (r *Runner) collectOutputs(t *task, info *ExitInfo) {

@@ -59,14 +59,6 @@ func TestParseTemporaryExit(t *testing.T) {
 	}
 }
 
-func TestStderrOut(t *testing.T) {
-	got := StderrOut("ok\nnaïve\n")
-	want := "<stderr_txt>\nok\nna&#195;&#175;ve\n\n</stderr_txt>\n"
-	if got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-}
-
 func TestTaskEnv(t *testing.T) {
 	tests := []struct {
 		env  []string
