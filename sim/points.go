@@ -101,21 +101,21 @@ func PolicyByName(name string) (workfetch.Policy, error) {
 // SchedulerByName returns a CPU/GPU scheduler by name.
 func SchedulerByName(name string) (Scheduler, error) {
 	switch name {
-	case "", VariantDefault, "core":
+	case "", VariantDefault, "core", "cs2":
 		return &CoreScheduler{}, nil
 	case "cs1":
 		return &CS1Scheduler{}, nil
 	}
-	return nil, fmt.Errorf("unknown scheduler %q: want core or cs1", name)
+	return nil, fmt.Errorf("unknown scheduler %q: want cs2 (core) or cs1", name)
 }
 
 // FetcherByName returns a work-fetch policy by name.
 func FetcherByName(name string) (Fetcher, error) {
 	switch name {
-	case "", VariantDefault, "core":
+	case "", VariantDefault, "core", "wf2":
 		return CoreFetcher{}, nil
 	case "wf1":
 		return WF1Fetcher{}, nil
 	}
-	return nil, fmt.Errorf("unknown work fetch %q: want core or wf1", name)
+	return nil, fmt.Errorf("unknown work fetch %q: want wf2 (core) or wf1", name)
 }

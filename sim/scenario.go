@@ -37,6 +37,7 @@ type Scenario struct {
 
 	Host     HostSpec      `toml:"host"`
 	Prefs    PrefsSpec     `toml:"prefs"`
+	Policies PoliciesSpec  `toml:"policies"`
 	Projects []ProjectSpec `toml:"project"`
 
 	raw []byte
@@ -50,7 +51,44 @@ type HostSpec struct {
 	GPUs     []GPUSpec `toml:"gpus"`
 	// Availability makes the host come and go; nil means always on.
 	Availability *AvailabilitySpec `toml:"availability"`
+	// ConnectionIntervalDays makes the host go online only now and then
+	// (the 2007 simulator's connection_interval): it can reach servers
+	// during the first hour of every interval and at no other time.
+	// 0: always connected.
+	ConnectionIntervalDays float64 `toml:"connection_interval_days"`
 }
+
+// PoliciesSpec names the policy alternative at each decision point, as
+// in Kondo, Anderson and McLeod (e-Science 2007); "" is boincd's
+// default. Options set in Go (or on the command line) override these.
+type PoliciesSpec struct {
+	// Priority is the project priority: "debt" (long-term debt, the
+	// default) or "rec" (the C++ client's recent estimated credit).
+	Priority string `toml:"priority"`
+	// CPUSched is "cs2" (rr simulation, EDF for jobs that would miss,
+	// weighted round robin for the rest; the default, also "core") or
+	// "cs1" (weighted round robin by share only).
+	CPUSched string `toml:"cpu_sched"`
+	// WorkFetch is "wf2" (debt + simulated shortfall; the default, also
+	// "core") or "wf1" (keep the buffer full, split by share).
+	WorkFetch string `toml:"work_fetch"`
+	// WorkSend is the servers' send policy: "ws1" (send until the
+	// requested seconds are covered; the default) or "ws2" (send a job
+	// only if an EDF simulation of the host's queue with it added keeps
+	// it and every job now on time on time, and no late job gets later).
+	WorkSend string `toml:"work_send"`
+	// Estimate is "jc2" (per-project duration correction factor; the
+	// default) or "jc1" (no correction: every project as dont_use_dcf).
+	Estimate string `toml:"estimate"`
+}
+
+// Policy names accepted in [policies].
+const (
+	WorkSendWS1 = "ws1"
+	WorkSendWS2 = "ws2"
+	EstimateJC1 = "jc1"
+	EstimateJC2 = "jc2"
+)
 
 // GPUSpec is one GPU type on the host.
 type GPUSpec struct {
@@ -293,6 +331,12 @@ func (sc *Scenario) Validate() error {
 			return bad("off_mean_s", 0, "host.availability.off_mean_s = %g: want seconds >= 0", a.OffMeanS)
 		}
 	}
+	if !finite(h.ConnectionIntervalDays) || h.ConnectionIntervalDays < 0 || h.ConnectionIntervalDays > 365 {
+		return bad("connection_interval_days", 0, "host.connection_interval_days = %g: want days in [0, 365]", h.ConnectionIntervalDays)
+	}
+	if err := sc.Policies.check(func(key, format string, args ...any) error { return bad(key, 0, format, args...) }); err != nil {
+		return err
+	}
 	p := &sc.Prefs
 	if p.WorkBufMinDays == 0 && p.WorkBufAdditionalDays == 0 {
 		p.WorkBufMinDays, p.WorkBufAdditionalDays = DefaultBufMinDays, DefaultBufAddDays
@@ -449,4 +493,28 @@ func (h *HostSpec) relSpeed(r workfetch.Rsc) float64 {
 		}
 	}
 	return 0
+}
+
+// check rejects unknown policy names; Run resolves them.
+func (ps *PoliciesSpec) check(bad func(key, format string, args ...any) error) error {
+	if _, err := PolicyByName(ps.Priority); err != nil {
+		return bad("priority", "policies.priority = %q: %v", ps.Priority, err)
+	}
+	if _, err := SchedulerByName(ps.CPUSched); err != nil {
+		return bad("cpu_sched", "policies.cpu_sched = %q: %v", ps.CPUSched, err)
+	}
+	if _, err := FetcherByName(ps.WorkFetch); err != nil {
+		return bad("work_fetch", "policies.work_fetch = %q: %v", ps.WorkFetch, err)
+	}
+	switch ps.WorkSend {
+	case "", WorkSendWS1, WorkSendWS2:
+	default:
+		return bad("work_send", "policies.work_send = %q: want ws1 or ws2", ps.WorkSend)
+	}
+	switch ps.Estimate {
+	case "", EstimateJC1, EstimateJC2:
+	default:
+		return bad("estimate", "policies.estimate = %q: want jc1 or jc2", ps.Estimate)
+	}
+	return nil
 }

@@ -110,6 +110,10 @@ type engine struct {
 	seq       int
 	pending   *pendingReply
 	jitter    *rand.Rand
+	// useDCF is false under JC1: no project's DCF is ever corrected.
+	useDCF bool
+	ws2    bool
+	edf    edfScratch
 
 	// scratch reused every step
 	wjobs  []workfetch.Job
@@ -139,14 +143,23 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Report, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
+	// The scenario's [policies] fill what Options leave unset; Validate
+	// has checked the names.
+	var err error
 	if opt.Policy == nil {
-		opt.Policy = workfetch.DebtPolicy{}
+		if opt.Policy, err = PolicyByName(sc.Policies.Priority); err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.where(0), err)
+		}
 	}
 	if opt.Scheduler == nil {
-		opt.Scheduler = &CoreScheduler{}
+		if opt.Scheduler, err = SchedulerByName(sc.Policies.CPUSched); err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.where(0), err)
+		}
 	}
 	if opt.Fetcher == nil {
-		opt.Fetcher = CoreFetcher{}
+		if opt.Fetcher, err = FetcherByName(sc.Policies.WorkFetch); err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.where(0), err)
+		}
 	}
 	if opt.Accounter == nil {
 		opt.Accounter = DebtAccounter{}
@@ -179,6 +192,8 @@ func newEngine(sc *Scenario, opt Options) *engine {
 		slice:  time.Duration(sc.Prefs.CPUSchedulingPeriodMinutes * float64(time.Minute)),
 		avail:  newAvailability(sc.Host.Availability, seedStream(sc.Seed, 0)),
 		jitter: seedStream(sc.Seed, 1),
+		useDCF: sc.Policies.Estimate != EstimateJC1,
+		ws2:    sc.Policies.WorkSend == WorkSendWS2,
 	}
 	frac := sc.Host.Availability.OnFrac()
 	e.host.CPUAvail = math.Max(0.01, frac)
@@ -396,18 +411,21 @@ func (e *engine) finish(j *simJob, at float64) {
 		p.missed++
 		p.wasted += j.peak
 	}
-	if !p.spec.DontUseDCF {
+	if e.dcfOn(p) {
 		st := &e.core[j.core].State
 		st.DCF = workfetch.UpdateDCF(st.DCF, j.elapsed, j.estFlops/j.rate)
 	}
 }
+
+// dcfOn tells whether the client corrects p's estimates by its DCF.
+func (e *engine) dcfOn(p *simProject) bool { return e.useDCF && !p.spec.DontUseDCF }
 
 // remaining is the client's estimate of the wall seconds of computing
 // left: the static estimate (server's size estimate, corrected by DCF)
 // until the job has run, then the core's blend with its progress.
 func (e *engine) remaining(j *simJob) float64 {
 	static := j.estFlops / j.rate
-	if !e.projs[j.proj].spec.DontUseDCF {
+	if e.dcfOn(&e.projs[j.proj]) {
 		static *= e.core[j.core].State.DCF
 	}
 	if j.elapsed <= 0 {
@@ -523,7 +541,7 @@ func (e *engine) decide() {
 func (e *engine) fetch() bool {
 	d := e.opt.Fetcher.Choose(e.now(), e.host, e.prefs, e.core, &e.res, e.prio)
 	req := d.Request
-	if req.Project < 0 || req.Project >= len(e.core) {
+	if req.Project < 0 || req.Project >= len(e.core) || !e.connected() {
 		return false
 	}
 	si := e.coreToSim[req.Project]
@@ -548,6 +566,17 @@ func (e *engine) fetch() bool {
 		e.pending.busy[r] = e.res.Rsc[r].BusyTime
 	}
 	return true
+}
+
+// connectWindow is how long a host with a connection interval stays
+// online each time: long enough for a few RPCs, short against the
+// interval, as a dial-up or laptop user's session.
+const connectWindow = 3600.0
+
+// connected tells whether the host can reach servers now.
+func (e *engine) connected() bool {
+	ci := e.sc.Host.ConnectionIntervalDays * 86400
+	return ci <= 0 || math.Mod(e.t, ci) < connectWindow
 }
 
 func (e *engine) serverDown(p *simProject) bool {
@@ -577,6 +606,9 @@ func (e *engine) deliver() {
 		// delay is the server's estimate of when a new job would start
 		// (the request's <estimated_delay>), for the deadline check.
 		delay, skip := pr.busy[r], uint64(0)
+		if e.ws2 {
+			e.edfQueue(workfetch.Rsc(r))
+		}
 		for (secs > 0 || inst > 0) && got[r] < maxJobsPerRPC {
 			a := e.pickApp(p, workfetch.Rsc(r), skip)
 			if a < 0 {
@@ -591,19 +623,30 @@ func (e *engine) deliver() {
 				avail = e.host.GPUAvail
 			}
 			estFlops := app.FlopsMean / app.EstimateFactor
-			if p.spec.DeadlineCheck && delay+estFlops/rate > app.LatencyBoundDays*86400 {
+			// The server scales its estimates by the host's DCF, which
+			// the request reports (the 2007 simulator's
+			// Σ DCF·fpops_est/p_fpops), so a corrected client is not
+			// sent work for its uncorrected estimate.
+			dcf := 1.0
+			if e.dcfOn(p) {
+				dcf = st.DCF
+			}
+			if p.spec.DeadlineCheck && delay+dcf*estFlops/rate > app.LatencyBoundDays*86400 {
 				// It would miss its deadline: no more of this app in
 				// this reply (BCE marks the app version dont_use).
 				skip |= 1 << uint(a)
 				continue
 			}
+			est := dcf * estFlops / rate / avail
+			if e.ws2 {
+				if !e.edf.admit(est*usageOf(app), app.LatencyBoundDays*86400, e.host.Instances[r]) {
+					skip |= 1 << uint(a)
+					continue
+				}
+			}
 			e.makeJob(pr.proj, a)
 			got[r]++
-			est := estFlops / rate / avail
-			usage := app.NCPUs
-			if app.rsc.IsGPU() {
-				usage = app.NGPUs
-			}
+			usage := usageOf(app)
 			secs -= est * usage
 			inst -= usage
 			delay += est * usage / e.host.Instances[r]
@@ -622,6 +665,32 @@ func (e *engine) deliver() {
 	p.minRPC = 0
 	p.rpcs++
 	e.rpcs++
+}
+
+func usageOf(a *AppSpec) float64 {
+	if a.rsc.IsGPU() {
+		return a.NGPUs
+	}
+	return a.NCPUs
+}
+
+// edfQueue loads the host's queue for r, as the request lists it (each
+// job's estimated remaining wall time on the host and its deadline, both
+// relative to now), into the WS2 screen. Every project's jobs count:
+// they all share the host.
+func (e *engine) edfQueue(r workfetch.Rsc) {
+	avail := e.host.CPUAvail
+	if r.IsGPU() {
+		avail = e.host.GPUAvail
+	}
+	e.edf.reset()
+	for i := range e.jobs {
+		j := &e.jobs[i]
+		if j.rsc != r {
+			continue
+		}
+		e.edf.add(e.remaining(j)/avail*j.usage(), j.deadline-e.t)
+	}
 }
 
 // pickApp chooses, uniformly at random, one of the project's apps for r

@@ -18,12 +18,18 @@ func runSimulate(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `usage: boincd simulate [flags] SCENARIO.toml
+       boincd simulate --sweep [--out DIR] [--seeds N] [--quick] [--only ID,...]
 
 Runs boincd's scheduling core (round-robin simulation, schedule, work
 fetch, debts) against a simulated host and simulated project servers, and
 prints the processing each project received and the metrics idle fraction,
 wasted fraction, share violation, monotony and RPCs per job. Scenario
 format and formulas: sim/README.md; examples in sim/scenarios/.
+
+With --sweep it runs the policy study instead (docs/policy-study.md): six
+parameter sweeps after Kondo, Anderson and McLeod (e-Science 2007), every
+point over several seeds, in parallel; a CSV per experiment and a PNG per
+figure go to --out.
 
 `)
 		fs.PrintDefaults()
@@ -34,20 +40,35 @@ format and formulas: sim/README.md; examples in sim/scenarios/.
 		asJSON, eventDriven    bool
 		timelineHours          float64
 		policy, sched, fetcher string
+		sweep, quick           bool
+		outDir, only           string
+		seeds                  int
 	)
 	fs.Uint64Var(&seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.Float64Var(&days, "days", 0, "simulated days (default: the scenario's duration_days)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&eventDriven, "event_driven", false, "end a step early at each event (job done, host on/off, reply), as event_driven = true does")
 	fs.Float64Var(&timelineHours, "timeline", 0, "with --json: add per-project processing in buckets of this many hours")
-	fs.StringVar(&policy, "policy", "debt", "project priority policy: debt")
-	fs.StringVar(&sched, "sched", "core", "CPU/GPU scheduler: core")
-	fs.StringVar(&fetcher, "fetch", "core", "work-fetch policy: core")
+	fs.StringVar(&policy, "policy", "", "project priority policy: debt or rec (default: the scenario's [policies] priority, else debt)")
+	fs.StringVar(&sched, "sched", "", "CPU/GPU scheduler: cs2 (core) or cs1 (default: the scenario's, else cs2)")
+	fs.StringVar(&fetcher, "fetch", "", "work-fetch policy: wf2 (core) or wf1 (default: the scenario's, else wf2)")
+	fs.BoolVar(&sweep, "sweep", false, "run the policy study's sweeps instead of one scenario")
+	fs.StringVar(&outDir, "out", "policy-study", "with --sweep: directory for the CSVs and plots")
+	fs.IntVar(&seeds, "seeds", 5, "with --sweep: seeds per point")
+	fs.BoolVar(&quick, "quick", false, "with --sweep: a few points per experiment and 10 simulated days")
+	fs.StringVar(&only, "only", "", "with --sweep: comma-separated experiment IDs or numbers (default: all)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if sweep {
+		if fs.NArg() != 0 {
+			fmt.Fprintln(stderr, "boincd simulate: --sweep takes no scenario file")
+			return 2
+		}
+		return runSweep(outDir, only, seeds, quick, stdout, stderr)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "boincd simulate: want exactly one scenario file")
@@ -63,17 +84,24 @@ format and formulas: sim/README.md; examples in sim/scenarios/.
 		err error
 	)
 	opt.BucketSeconds = timelineHours * 3600
-	if opt.Policy, err = sim.PolicyByName(policy); err != nil {
-		fmt.Fprintln(stderr, "boincd simulate: --policy:", err)
-		return 2
+	// Unset flags leave the scenario's [policies] in charge.
+	if policy != "" {
+		if opt.Policy, err = sim.PolicyByName(policy); err != nil {
+			fmt.Fprintln(stderr, "boincd simulate: --policy:", err)
+			return 2
+		}
 	}
-	if opt.Scheduler, err = sim.SchedulerByName(sched); err != nil {
-		fmt.Fprintln(stderr, "boincd simulate: --sched:", err)
-		return 2
+	if sched != "" {
+		if opt.Scheduler, err = sim.SchedulerByName(sched); err != nil {
+			fmt.Fprintln(stderr, "boincd simulate: --sched:", err)
+			return 2
+		}
 	}
-	if opt.Fetcher, err = sim.FetcherByName(fetcher); err != nil {
-		fmt.Fprintln(stderr, "boincd simulate: --fetch:", err)
-		return 2
+	if fetcher != "" {
+		if opt.Fetcher, err = sim.FetcherByName(fetcher); err != nil {
+			fmt.Fprintln(stderr, "boincd simulate: --fetch:", err)
+			return 2
+		}
 	}
 	sc, err := sim.LoadScenario(fs.Arg(0))
 	if err != nil {
