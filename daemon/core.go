@@ -223,6 +223,8 @@ func (d *Daemon) buildCore(now time.Time) {
 			Remaining: d.estimateRemaining(r),
 			Deadline:  r.ReportDeadline,
 			Runnable:  runnable || r.Phase == boinc.PhaseNew || r.Phase == boinc.PhaseDownloading,
+			Received:  r.ReceivedTime,
+			Estimate:  d.estimateDuration(r),
 		})
 		c.jobKeys = append(c.jobKeys, r.Key())
 	}

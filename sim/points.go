@@ -59,14 +59,24 @@ func (*CoreScheduler) Name() string { return "core" }
 // Schedule implements Scheduler.
 func (c *CoreScheduler) Schedule(in *schedule.Input, out *schedule.Decision) { c.s.Schedule(in, out) }
 
-// CoreFetcher is workfetch.Choose.
-type CoreFetcher struct{}
+// CoreFetcher is workfetch.Choose. NoGuard turns boincd's deadline guard
+// off (workfetch.Prefs.DeadlineGuard), leaving the C++ client's rules:
+// the variant "wf2-noguard", boincd's default before the policy study.
+type CoreFetcher struct{ NoGuard bool }
 
 // Name implements Fetcher.
-func (CoreFetcher) Name() string { return "core" }
+func (c CoreFetcher) Name() string {
+	if c.NoGuard {
+		return "wf2-noguard"
+	}
+	return "core"
+}
 
 // Choose implements Fetcher.
-func (CoreFetcher) Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, projects []workfetch.Project, sim *workfetch.SimResult, prio []float64) workfetch.Decision {
+func (c CoreFetcher) Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, projects []workfetch.Project, sim *workfetch.SimResult, prio []float64) workfetch.Decision {
+	if c.NoGuard {
+		p.DeadlineGuard = workfetch.DeadlineGuardOff
+	}
 	return workfetch.Choose(now, h, p, projects, sim, prio)
 }
 
@@ -114,8 +124,10 @@ func FetcherByName(name string) (Fetcher, error) {
 	switch name {
 	case "", VariantDefault, "core", "wf2":
 		return CoreFetcher{}, nil
+	case "wf2-noguard":
+		return CoreFetcher{NoGuard: true}, nil
 	case "wf1":
 		return WF1Fetcher{}, nil
 	}
-	return nil, fmt.Errorf("unknown work fetch %q: want wf2 (core) or wf1", name)
+	return nil, fmt.Errorf("unknown work fetch %q: want wf2 (core), wf2-noguard or wf1", name)
 }

@@ -46,6 +46,7 @@ type simJob struct {
 	left       float64
 	estFlops   float64 // the server's estimate
 	deadline   float64 // simulated seconds
+	received   float64
 	seq        int
 
 	running    bool
@@ -420,14 +421,21 @@ func (e *engine) finish(j *simJob, at float64) {
 // dcfOn tells whether the client corrects p's estimates by its DCF.
 func (e *engine) dcfOn(p *simProject) bool { return e.useDCF && !p.spec.DontUseDCF }
 
-// remaining is the client's estimate of the wall seconds of computing
-// left: the static estimate (server's size estimate, corrected by DCF)
-// until the job has run, then the core's blend with its progress.
-func (e *engine) remaining(j *simJob) float64 {
+// static is the client's estimate of the job's whole computing time:
+// the server's size estimate over the speed, corrected by DCF.
+func (e *engine) static(j *simJob) float64 {
 	static := j.estFlops / j.rate
 	if e.dcfOn(&e.projs[j.proj]) {
 		static *= e.core[j.core].State.DCF
 	}
+	return static
+}
+
+// remaining is the client's estimate of the wall seconds of computing
+// left: the static estimate (server's size estimate, corrected by DCF)
+// until the job has run, then the core's blend with its progress.
+func (e *engine) remaining(j *simJob) float64 {
+	static := e.static(j)
 	if j.elapsed <= 0 {
 		return static
 	}
@@ -448,6 +456,8 @@ func (e *engine) buildJobs() {
 			Remaining: e.remaining(j),
 			Deadline:  epoch.Add(time.Duration(j.deadline * 1e9)),
 			Runnable:  true,
+			Received:  epoch.Add(time.Duration(j.received * 1e9)),
+			Estimate:  e.static(j),
 		})
 	}
 	for c := range e.core {
@@ -747,6 +757,7 @@ func (e *engine) makeJob(pi, ai int) {
 		left:     size,
 		estFlops: a.FlopsMean / a.EstimateFactor,
 		deadline: e.t + a.LatencyBoundDays*86400,
+		received: e.t,
 		seq:      e.seq,
 		lastMiss: -1,
 	})

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math"
 	"time"
 
 	"github.com/boincd/boincd/taskrunner/schedule"
@@ -29,10 +28,11 @@ func (c *CS1Scheduler) Schedule(in *schedule.Input, out *schedule.Decision) {
 
 // WF1Fetcher is the 2007 simulator's --work_fetch_old (SCHEDULING §3.6):
 // keep BufMin+BufAdditional of work per CPU queued, split by resource
-// share so every project always has work. Whenever the total queue is
-// below the buffer it asks the fetchable project with the least queued
-// work per share fraction for the rest of its share of the buffer, in
-// CPU seconds. Debts and backoffs are not consulted, only NoFetch.
+// share so every project always has work: each project keeps its share
+// of the buffer queued. It asks the fetchable project furthest below its
+// part (the largest missing fraction; on a tie the larger deficit) for
+// the missing CPU seconds. Debts and backoffs are not consulted, only
+// NoFetch.
 type WF1Fetcher struct{}
 
 // Name implements Fetcher.
@@ -51,12 +51,11 @@ func (WF1Fetcher) Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, pro
 		}
 		return q
 	}
-	shareSum, total := 0.0, 0.0
+	shareSum := 0.0
 	for i := range projects {
 		shareSum += shareOf(&projects[i])
-		total += queue(i)
 	}
-	best, bestRatio := -1, math.Inf(1)
+	best, bestFrac, bestNeed := -1, 0.0, 0.0
 	why := make([]string, len(projects))
 	for i := range projects {
 		pr := &projects[i]
@@ -65,25 +64,24 @@ func (WF1Fetcher) Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, pro
 			why[i] = pr.NoFetch
 		case shareOf(pr) == 0:
 			why[i] = "zero resource share"
-		case total >= buffer:
-			why[i] = "buffer full"
 		default:
-			ratio := queue(i) / (shareOf(pr) / shareSum)
-			if ratio < bestRatio {
-				best, bestRatio = i, ratio
+			part := buffer * shareOf(pr) / shareSum
+			need := part - queue(i)
+			if need <= 0 || part <= 0 {
+				why[i] = "queue at its share of the buffer"
+				continue
 			}
-			why[i] = "another project has less queued work per share"
+			frac := need / part
+			if best < 0 || frac > bestFrac+1e-12 || (frac > bestFrac-1e-12 && need > bestNeed) {
+				best, bestFrac, bestNeed = i, frac, need
+			}
+			why[i] = "another project is further below its share of the buffer"
 		}
 	}
 	if best >= 0 {
-		need := buffer*shareOf(&projects[best])/shareSum - queue(best)
-		if need > 0 {
-			d.Request.Project = best
-			d.Request.Secs[workfetch.CPU] = need
-			d.Request.Reason = "CPU queue below its share of the buffer"
-		} else {
-			why[best] = "queue at its share of the buffer"
-		}
+		d.Request.Project = best
+		d.Request.Secs[workfetch.CPU] = bestNeed
+		d.Request.Reason = "CPU queue below its share of the buffer"
 	}
 	for i := range projects {
 		for r := range workfetch.NumRsc {

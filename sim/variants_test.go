@@ -194,8 +194,10 @@ func TestWF1Choose(t *testing.T) {
 		want    int
 		secs    float64
 	}{
-		{"least queue per share", []float64{100, 300}, []float64{2000, 3000}, nil, 1, 7500 - 3000},
-		{"buffer full", []float64{100, 100}, []float64{6000, 4000}, nil, -1, 0},
+		{"furthest below its part", []float64{100, 300}, []float64{2000, 3000}, nil, 1, 7500 - 3000},
+		{"every part full", []float64{100, 100}, []float64{6000, 5000}, nil, -1, 0},
+		{"an empty small project still fetches", []float64{100, 900}, []float64{0, 20000}, nil, 0, 1000},
+		{"tie: larger deficit", []float64{100, 300}, []float64{0, 0}, nil, 1, 7500},
 		{"NoFetch skipped", []float64{100, 100}, []float64{0, 1000}, []string{"suspended", ""}, 1, 4000},
 		{"zero share never asked", []float64{0, 100}, []float64{0, 1000}, nil, 1, 9000},
 		{"starved project not fetchable", []float64{100, 100}, []float64{0, 6000}, []string{"backoff", ""}, -1, 0},

@@ -22,6 +22,10 @@ type ProjSim struct {
 	NUsed           [NumRsc]float64 // instances its queued jobs would use at once
 	DeadlinesMissed [NumRsc]int     // jobs projected to miss their deadline
 	Queue           [NumRsc]float64 // queued instance-seconds
+	// Latency is the shortest latency bound (deadline − received) of the
+	// project's jobs per resource, JobWall the longest wall time one of
+	// them takes (Estimate over availability); 0 when unknown.
+	Latency, JobWall [NumRsc]float64
 }
 
 // SimResult is the output of Simulate. Its slices are reused between

@@ -11,18 +11,19 @@ const MaxRunnableJobs = 1000
 
 // Reasons in NotFetching besides a project's own NoFetch text.
 const (
-	WhyTooManyJobs = "project has more than 1000 queued jobs"
-	WhyNoApps      = "project has no apps for this resource"
-	WhyBackedOff   = "resource backed off: the last request for it got no work"
-	WhyBufferFull  = "buffer full: saturated beyond the high-water mark"
-	WhyHysteresis  = "every resource is saturated beyond the low-water mark (hysteresis)"
-	WhyOtherChosen = "another project was chosen"
-	WhyOnlyTarget  = "only the resource with the shortage is requested"
-	WhyNoShortfall = "no shortfall for this resource"
-	WhyWackyDCF    = "duration correction factor out of range: estimates not trusted"
-	WhyZeroShare   = "zero resource share: asked only for an idle instance"
-	WhyOverworked  = "overworked: debt for this resource below −max(1 day, buffer)"
-	WhyNotChosen   = "no work-fetch rule selects this project"
+	WhyTooManyJobs   = "project has more than 1000 queued jobs"
+	WhyNoApps        = "project has no apps for this resource"
+	WhyBackedOff     = "resource backed off: the last request for it got no work"
+	WhyBufferFull    = "buffer full: saturated beyond the high-water mark"
+	WhyHysteresis    = "every resource is saturated beyond the low-water mark (hysteresis)"
+	WhyOtherChosen   = "another project was chosen"
+	WhyOnlyTarget    = "only the resource with the shortage is requested"
+	WhyNoShortfall   = "no shortfall for this resource"
+	WhyWackyDCF      = "duration correction factor out of range: estimates not trusted"
+	WhyZeroShare     = "zero resource share: asked only for an idle instance"
+	WhyOverworked    = "overworked: debt for this resource below −max(1 day, buffer)"
+	WhyNotChosen     = "no work-fetch rule selects this project"
+	WhyDeadlineTight = "another job would finish too close to its deadline (deadline guard)"
 )
 
 // The work-fetch criteria, in the order they are tried.
@@ -65,10 +66,11 @@ type chooser struct {
 	allZero  bool // no project has a share: all count as equal
 	open     bool // hysteresis gate: some resource is below the low-water mark
 	sumShare [NumRsc]float64
+	guard    float64 // Prefs.DeadlineGuard in effect; 0 = off
 }
 
 func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int) {
-	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override}
+	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override, guard: p.guard()}
 	c.allZero = true
 	for i := range projects {
 		if positive(projects[i].Share) {
@@ -142,6 +144,21 @@ func (c *chooser) projectWhy(i int) string {
 	return ""
 }
 
+// tight is the deadline guard: one more of project i's typical jobs for
+// r, started when r's first instance frees, would end after guard × the
+// project's latency bound. Deadline-checking servers (WS2) admit a job
+// whose expected end is just inside its deadline; buffering such jobs is
+// what wastes work at low slack, since an availability dip then makes
+// them late (docs/policy-study.md). An idle instance is never held back.
+func (c *chooser) tight(i int, r Rsc) bool {
+	g := c.guard
+	q := c.ps(i)
+	if g <= 0 || q.Latency[r] <= 0 || q.JobWall[r] <= 0 {
+		return false
+	}
+	return c.sim.Rsc[r].SaturatedTime+q.JobWall[r] > g*q.Latency[r]
+}
+
 // rscWhy is why project i may not be asked for resource r ("" if it may).
 func (c *chooser) rscWhy(i int, r Rsc) string {
 	if w := c.projectWhy(i); w != "" {
@@ -197,6 +214,9 @@ func (c *chooser) candidate(i int, r Rsc, k criterion) bool {
 		return false
 	}
 	if k != critIdle && wackyDCF(c.projects[i].State.DCF) {
+		return false
+	}
+	if k != critIdle && c.tight(i, r) {
 		return false
 	}
 	if (k == critMinor || k == critStarved) && c.overworked(i, r) {
@@ -300,7 +320,7 @@ func (c *chooser) requestAll(i int, target Rsc, req *Request) {
 		if c.n[r] == 0 || c.projects[i].NoRsc[r] {
 			continue
 		}
-		if Rsc(r) != target && !(c.sim.Rsc[r].Shortfall > 0) {
+		if Rsc(r) != target && (!(c.sim.Rsc[r].Shortfall > 0) || c.tight(i, Rsc(r))) {
 			continue
 		}
 		req.Secs[r], req.Instances[r] = c.size(i, Rsc(r))
@@ -411,6 +431,8 @@ func (c *chooser) whyNot(pi int, r Rsc, chosen int, k criterion) string {
 	switch {
 	case wackyDCF(c.projects[pi].State.DCF):
 		return WhyWackyDCF
+	case c.tight(pi, r):
+		return WhyDeadlineTight
 	case c.share(pi) == 0:
 		return WhyZeroShare
 	case c.overworked(pi, r):

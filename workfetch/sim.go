@@ -323,6 +323,14 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			ps.NUsed[CPU] += nc
 			ps.Queue[CPU] += rem * nc
 		}
+		if !jb.Received.IsZero() && !jb.Deadline.IsZero() {
+			if l := jb.Deadline.Sub(jb.Received).Seconds(); l > 0 && (ps.Latency[r] == 0 || l < ps.Latency[r]) {
+				ps.Latency[r] = l
+			}
+		}
+		if e := min(jb.Estimate, maxSimSeconds); e > 0 {
+			ps.JobWall[r] = max(ps.JobWall[r], e/rate)
+		}
 	}
 
 	// Counting sort by group, then each group by deadline.

@@ -9,6 +9,7 @@
 package workfetch
 
 import (
+	"math"
 	"strings"
 	"time"
 )
@@ -74,6 +75,31 @@ type Host struct {
 type Prefs struct {
 	BufMin        float64 // work_buf_min_days × 86400
 	BufAdditional float64 // work_buf_additional_days × 86400
+	// DeadlineGuard is boincd's guard against buffering jobs that would
+	// finish too close to their deadlines: a project is not asked for
+	// more of a resource (beyond an idle instance's need) while one more
+	// of its typical jobs, queued behind the work already there, would
+	// end later than DeadlineGuard × its latency bound. 0 means
+	// DefaultDeadlineGuard; DeadlineGuardOff turns it off (the C++
+	// client's behaviour). See docs/policy-study.md for why.
+	DeadlineGuard float64
+}
+
+// DeadlineGuard settings.
+const (
+	DefaultDeadlineGuard = 0.8
+	DeadlineGuardOff     = -1
+)
+
+// guard is the effective DeadlineGuard fraction; 0 when off.
+func (p Prefs) guard() float64 {
+	switch {
+	case p.DeadlineGuard == 0:
+		return DefaultDeadlineGuard
+	case p.DeadlineGuard < 0 || math.IsNaN(p.DeadlineGuard):
+		return 0
+	}
+	return min(p.DeadlineGuard, 1)
 }
 
 // Backoff is a per-(project, resource) work-fetch backoff: when work of
@@ -128,6 +154,12 @@ type Job struct {
 	// Runnable: its files are present and it may run. Jobs still
 	// downloading count as queued work but cannot run yet.
 	Runnable bool
+	// Received is when the job arrived (zero: unknown) and Estimate its
+	// static estimate of the whole job's computing seconds (0: unknown);
+	// with Deadline they give the project's latency bound and typical
+	// job length for the deadline guard (Prefs.DeadlineGuard).
+	Received time.Time
+	Estimate float64
 }
 
 // Usage is how many instances of its resource the job occupies.

@@ -40,7 +40,7 @@ figure go to --out.
 		asJSON, eventDriven    bool
 		timelineHours          float64
 		policy, sched, fetcher string
-		sweep, quick           bool
+		sweep, quick, compare  bool
 		outDir, only           string
 		seeds                  int
 	)
@@ -55,8 +55,9 @@ figure go to --out.
 	fs.BoolVar(&sweep, "sweep", false, "run the policy study's sweeps instead of one scenario")
 	fs.StringVar(&outDir, "out", "policy-study", "with --sweep: directory for the CSVs and plots")
 	fs.IntVar(&seeds, "seeds", 5, "with --sweep: seeds per point")
-	fs.BoolVar(&quick, "quick", false, "with --sweep: a few points per experiment and 10 simulated days")
+	fs.BoolVar(&quick, "quick", false, "with --sweep: a few points per experiment and 25 simulated days")
 	fs.StringVar(&only, "only", "", "with --sweep: comma-separated experiment IDs or numbers (default: all)")
+	fs.BoolVar(&compare, "compare", false, "with --sweep: also compare boincd's default before and after the study's change (and REC) on the study's suite")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,7 +69,7 @@ figure go to --out.
 			fmt.Fprintln(stderr, "boincd simulate: --sweep takes no scenario file")
 			return 2
 		}
-		return runSweep(outDir, only, seeds, quick, stdout, stderr)
+		return runSweep(outDir, only, seeds, quick, compare, stdout, stderr)
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(stderr, "boincd simulate: want exactly one scenario file")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,12 +14,15 @@ import (
 )
 
 // runSweep is "boincd simulate --sweep": the policy study.
-func runSweep(outDir, only string, seeds int, quick bool, stdout, stderr io.Writer) int {
+func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stderr io.Writer) int {
 	if seeds < 1 || seeds > 1000 {
 		fmt.Fprintf(stderr, "boincd simulate: --seeds %d: want 1..1000\n", seeds)
 		return 2
 	}
 	exps, err := pickExperiments(study.Experiments(quick), only)
+	if compare && only != "" && only == "none" {
+		exps, err = nil, nil
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "boincd simulate: --only:", err)
 		return 2
@@ -29,7 +33,7 @@ func runSweep(outDir, only string, seeds int, quick bool, stdout, stderr io.Writ
 	}
 	cfg := study.Config{Seeds: seeds}
 	if quick {
-		cfg.Days = 10
+		cfg.Days = 25
 	}
 	last := time.Now()
 	cfg.Progress = func(done, total int) {
@@ -55,6 +59,26 @@ func runSweep(outDir, only string, seeds int, quick bool, stdout, stderr io.Writ
 		for _, f := range files {
 			fmt.Fprintln(stdout, f)
 		}
+	}
+	if compare {
+		cmp, err := study.Compare(ctx, study.Suite(quick), []study.Variant{study.Before, study.After, study.REC}, cfg)
+		if err != nil {
+			fmt.Fprintln(stderr, "boincd simulate:", err)
+			return 1
+		}
+		path := filepath.Join(outDir, "default_before_after.md")
+		f, err := os.Create(path)
+		if err == nil {
+			err = cmp.WriteMarkdown(f)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "boincd simulate:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, path)
 	}
 	fmt.Fprintf(stderr, "policy study: %d experiments, %d seeds per point, %s\n", len(exps), seeds, time.Since(start).Round(time.Second))
 	return 0
