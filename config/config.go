@@ -254,9 +254,9 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%s: log.level %q: want debug, info, warn or error", c.where(c.lineOf("level")), c.Log.Level)
 	}
 	switch c.Log.Format {
-	case "auto", "text", "json":
+	case "auto", "text", "json", "journal":
 	default:
-		return fmt.Errorf("%s: log.format %q: want auto, text or json", c.where(c.lineOf("format")), c.Log.Format)
+		return fmt.Errorf("%s: log.format %q: want auto, text, json or journal", c.where(c.lineOf("format")), c.Log.Format)
 	}
 	return nil
 }

@@ -75,6 +75,17 @@ type Options struct {
 	// (tests), using a nominal 1 GFLOPS.
 	BenchmarkDuration time.Duration
 	Seed              uint64
+
+	// Notifier hears the service-manager states (systemd's sd_notify:
+	// "READY=1", "STOPPING=1", "WATCHDOG=1", "STATUS=..."); nil: none.
+	Notifier Notifier
+	// WatchdogInterval > 0 makes the owner loop send "WATCHDOG=1" at half
+	// that interval, so a wedged loop gets the service restarted.
+	WatchdogInterval time.Duration
+	// StopTimeout bounds how long a graceful stop waits for tasks to
+	// quit at their next checkpoint before killing them (default 60 s;
+	// the systemd unit's TimeoutStopSec leaves room above it).
+	StopTimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -90,6 +101,7 @@ func (o *Options) setDefaults() {
 	def(&o.FetchBackoffMin, 600*time.Second)
 	def(&o.MaxReportDelay, time.Hour)
 	def(&o.QuitGrace, 60*time.Second)
+	def(&o.StopTimeout, 60*time.Second)
 	def(&o.BenchmarkDuration, time.Second)
 	if o.ConfigPath == "" {
 		o.ConfigPath = filepath.Join(o.DataDir, config.FileName)
@@ -108,6 +120,12 @@ func (o *Options) setDefaults() {
 // Daemon is a running client. Create with New, run with Run.
 type Daemon struct {
 	opt  Options
+	// hard is cancelled by StopNow; the graceful stop waits under it.
+	hard    context.Context
+	stopNow context.CancelFunc
+	// lastWatchdog is when the owner loop last told the watchdog it lives.
+	lastWatchdog time.Time
+
 	log  *slog.Logger
 	cfg  *config.Config
 	rand *rand.Rand
@@ -162,6 +180,18 @@ type Stats struct {
 	BytesDown, BytesUp     int64
 }
 
+// Notifier receives service-manager notifications; declared here, where
+// it is used, and implemented with go-systemd in cmd/boincd.
+type Notifier interface {
+	Notify(state string)
+}
+
+func (d *Daemon) notify(state string) {
+	if d.opt.Notifier != nil {
+		d.opt.Notifier.Notify(state)
+	}
+}
+
 // New prepares a daemon; nothing is opened until Run.
 func New(opt Options) (*Daemon, error) {
 	if opt.DataDir == "" {
@@ -194,8 +224,14 @@ func New(opt Options) (*Daemon, error) {
 		rpcDetached: map[string]string{},
 	}
 	elog.SetProjectNamer(d.names.get)
+	d.hard, d.stopNow = context.WithCancel(context.Background())
 	return d, nil
 }
+
+// StopNow cuts a graceful stop short (a second SIGTERM): tasks still
+// running are killed at once instead of waiting for their checkpoints;
+// the state is persisted all the same. Safe from any goroutine.
+func (d *Daemon) StopNow() { d.stopNow() }
 
 // Reload asks the daemon to re-read its config (SIGHUP).
 func (d *Daemon) Reload() {
@@ -284,8 +320,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		slog.Int("projects", len(d.st.projects)),
 		slog.Int("tasks", len(d.st.results)),
 		slog.Int("usable_cpus", d.usableCPUs()))
+	d.notify(fmt.Sprintf("READY=1\nSTATUS=%d projects, %d tasks", len(d.st.projects), len(d.st.results)))
 
 	err = d.loop(runCtx)
+	d.notify("STOPPING=1\nSTATUS=asking tasks to quit at their next checkpoint")
 	d.shutdown()
 	cancel()
 	d.wg.Wait()
@@ -322,6 +360,12 @@ func (d *Daemon) loop(ctx context.Context) error {
 
 // step is run after every event: persist, then act.
 func (d *Daemon) step(now time.Time) {
+	if w := d.opt.WatchdogInterval; w > 0 && now.Sub(d.lastWatchdog) >= w/2 {
+		// From the owner loop itself: a loop stuck anywhere stops the
+		// pings, and systemd restarts the service.
+		d.notify("WATCHDOG=1")
+		d.lastWatchdog = now
+	}
 	if !d.flush() {
 		return
 	}
@@ -451,7 +495,7 @@ func (d *Daemon) idle() bool {
 }
 
 func (d *Daemon) shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(d.hard, d.opt.StopTimeout)
 	defer cancel()
 	if d.runner != nil {
 		d.runner.StopAll(ctx)

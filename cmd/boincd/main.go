@@ -23,10 +23,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/logjournal"
 	"github.com/boincd/boincd/internal/demoapp"
 )
 
@@ -87,6 +89,7 @@ type runFlags struct {
 	logLevel, logFormat  string
 	ignoredCompatibility bool
 	unsignedAppsOK       bool
+	stopTimeout          time.Duration
 }
 
 func runDaemon(args []string, stderr io.Writer) int {
@@ -101,7 +104,8 @@ func runDaemon(args []string, stderr io.Writer) int {
 	fs.BoolVar(&f.exitWhenIdle, "exit_when_idle", false, "exit when there are no tasks left and no project gives more")
 	fs.BoolVar(&f.skipBenchmarks, "skip_cpu_benchmarks", false, "do not run CPU benchmarks (use 1 GFLOPS/GIOPS if none were run before)")
 	fs.StringVar(&f.logLevel, "log_level", "", "debug, info, warn or error (overrides the config)")
-	fs.StringVar(&f.logFormat, "log_format", "", "text, json or auto (overrides the config)")
+	fs.StringVar(&f.logFormat, "log_format", "", "text, json, journal or auto (overrides the config)")
+	fs.DurationVar(&f.stopTimeout, "stop_timeout", 60*time.Second, "on SIGTERM, how long to wait for tasks to quit at a checkpoint before killing them (a second SIGTERM stops at once)")
 	// Flags of the C++ client that only make sense for its own process
 	// model; boincd never forks or redirects, a service manager does.
 	fs.BoolVar(&f.unsignedAppsOK, "unsigned_apps_ok", false, "accept app files without the project's code signature (testing only)")
@@ -153,26 +157,21 @@ func runDaemon(args []string, stderr io.Writer) int {
 	if f.skipBenchmarks {
 		opt.BenchmarkDuration = -1
 	}
+	opt.StopTimeout = f.stopTimeout
+	opt.Notifier, opt.WatchdogInterval = systemdNotifier()
 	d, err := daemon.New(opt)
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				d.Reload()
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go handleSignals(sigs, done, cancel, d, logger)
 	if err := d.Run(ctx); err != nil && !errors.Is(err, daemon.ErrIdle) {
 		logger.Error("boincd stopped with an error", slog.Any("err", err))
 		return 1
@@ -193,7 +192,14 @@ func newLogger(w io.Writer, c config.Log) *slog.Logger {
 			format = "json"
 		}
 	}
-	if format == "json" {
+	if (c.Format == "" || c.Format == "auto") && logjournal.Usable() {
+		// Under systemd: native journal entries, attributes as fields.
+		format = "journal"
+	}
+	switch format {
+	case "journal":
+		return slog.New(logjournal.New(nil, level, "boincd"))
+	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
