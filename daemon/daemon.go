@@ -119,7 +119,7 @@ func (o *Options) setDefaults() {
 
 // Daemon is a running client. Create with New, run with Run.
 type Daemon struct {
-	opt  Options
+	opt Options
 	// hard is cancelled by StopNow; the graceful stop waits under it.
 	hard    context.Context
 	stopNow context.CancelFunc

@@ -28,8 +28,8 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/daemon"
-	"github.com/boincd/boincd/logjournal"
 	"github.com/boincd/boincd/internal/demoapp"
+	"github.com/boincd/boincd/logjournal"
 )
 
 func main() {
