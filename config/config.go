@@ -16,6 +16,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -56,6 +57,7 @@ type Config struct {
 	GPUExclude []GPUExclude `toml:"gpu_exclude"`
 
 	GUIRPC   GUIRPC    `toml:"gui_rpc"`
+	Metrics  Metrics   `toml:"metrics"`
 	Log      Log       `toml:"log"`
 	Prefs    Prefs     `toml:"prefs"`
 	Projects []Project `toml:"project"`
@@ -74,6 +76,17 @@ type GUIRPC struct {
 	AllowRemote bool     `toml:"allow_remote"`
 	AllowHosts  []string `toml:"allow_hosts"`
 }
+
+// Metrics configures the optional Prometheus endpoint (GET /metrics).
+// Off by default; on loopback unless AllowRemote.
+type Metrics struct {
+	Enabled     bool   `toml:"enabled"`
+	Address     string `toml:"address"`
+	AllowRemote bool   `toml:"allow_remote"`
+}
+
+// DefaultMetricsAddress is where /metrics listens when enabled.
+const DefaultMetricsAddress = "127.0.0.1:9464"
 
 // Log configures logging.
 type Log struct {
@@ -118,8 +131,9 @@ type Project struct {
 // Default returns the configuration used when there is no file.
 func Default() *Config {
 	return &Config{
-		GUIRPC: GUIRPC{Address: "127.0.0.1:31416"},
-		Log:    Log{Level: "info", Format: "auto"},
+		GUIRPC:  GUIRPC{Address: "127.0.0.1:31416"},
+		Metrics: Metrics{Address: DefaultMetricsAddress},
+		Log:     Log{Level: "info", Format: "auto"},
 	}
 }
 
@@ -248,6 +262,18 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s: prefs.%s = %g is outside [%g, %g]", c.where(c.lineOf(ck.name)), ck.name, *ck.v, ck.min, ck.max)
 		}
 	}
+	if c.Metrics.Address == "" {
+		c.Metrics.Address = DefaultMetricsAddress
+	}
+	if c.Metrics.Enabled {
+		host, _, err := net.SplitHostPort(c.Metrics.Address)
+		if err != nil {
+			return fmt.Errorf("%s: metrics.address %q: %v", c.where(c.lineOf("address")), c.Metrics.Address, err)
+		}
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) && !c.Metrics.AllowRemote {
+			return fmt.Errorf("%s: metrics.address %q is not loopback: set metrics.allow_remote = true to expose it", c.where(c.lineOf("address")), c.Metrics.Address)
+		}
+	}
 	switch strings.ToLower(c.Log.Level) {
 	case "debug", "info", "warn", "error":
 	default:
@@ -305,6 +331,10 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("BOINCD_GUI_RPC_ADDRESS", &c.GUIRPC.Address)
 	str("BOINCD_LOG_LEVEL", &c.Log.Level)
 	str("BOINCD_LOG_FORMAT", &c.Log.Format)
+	if v := getenv("BOINCD_METRICS_ADDRESS"); v != "" {
+		// Naming an address is asking for the endpoint.
+		c.Metrics.Address, c.Metrics.Enabled = v, true
+	}
 	floats := []struct {
 		name string
 		dst  **float64

@@ -172,6 +172,8 @@ func (d *Daemon) noFetchReason(p *boinc.Project, now time.Time) string {
 		return "scheduler backoff until " + p.MinRPCTime.Format(time.RFC3339)
 	case now.Before(p.TaskBackoffUntil):
 		return "recent tasks failed; backoff until " + p.TaskBackoffUntil.Format(time.RFC3339)
+	case d.health.diskFull:
+		return "disk limit reached (disk_max_used_gb / disk_max_used_pct / disk_min_free_gb)"
 	}
 	return ""
 }

@@ -155,6 +155,7 @@ type Daemon struct {
 	hostc          *hostState
 	benchRunning   bool
 	gpu            gpuState
+	health         healthState
 	elog           *eventlog.Log
 	names          projectNames
 	guiAddr        string
@@ -370,6 +371,7 @@ func (d *Daemon) step(now time.Time) {
 		return
 	}
 	d.maybeProbeGPUs(now)
+	d.checkHealth(now)
 	if d.benchmarksDue(now) {
 		d.startBenchmarks()
 	}

@@ -21,6 +21,7 @@ type gpuState struct {
 	usable []coproc.GPU // instance i of the NVIDIA resource is usable[i]
 	next   time.Time
 	busy   bool
+	probed bool // a probe has completed
 	warned map[string]bool
 }
 
@@ -47,7 +48,7 @@ func (d *Daemon) maybeProbeGPUs(now time.Time) {
 
 func (d *Daemon) handleGPUProbed(ev gpuProbed) {
 	g := &d.gpu
-	g.busy = false
+	g.busy, g.probed = false, true
 	info := ev.info
 	var ex []coproc.Exclusion
 	for _, e := range d.cfg.GPUExclude {

@@ -256,6 +256,7 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 	st.CCStatus.TaskSuspendReason = int(cpu)
 	st.CCStatus.GPUSuspendReason = int(gpu)
 	st.CCStatus.NetworkSuspendReason = int(network)
+	st.CCStatus.Health = d.healthWarnings()
 	up := now.Sub(d.startTime).Seconds()
 	st.TimeStats = guirpc.TimeStats{
 		OnFrac: 1, ConnectedFrac: -1, CPUAndNetworkAvailableFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1,

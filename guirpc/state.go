@@ -240,6 +240,17 @@ type CCStatus struct {
 	ManagerMustQuit bool
 	// MaxEventLogLines defaults to the event log's capacity.
 	MaxEventLogLines int
+	// Health is boincd's named warnings (no GPU found, a project backed
+	// off for over a day, disk limit, clock jump), sent as
+	// <boincd_health_warning> elements, which BOINC's own tools ignore.
+	Health []HealthWarning
+}
+
+// HealthWarning is one active health warning.
+type HealthWarning struct {
+	Name    string // stable identifier, e.g. "disk_limit_reached"
+	Message string // for people
+	Since   time.Time
 }
 
 // NetStats is <net_stats>: average transfer rates.

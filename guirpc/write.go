@@ -702,6 +702,13 @@ func writeCCStatus(w *xw, c *CCStatus, logLines int) {
 	}
 	w.int(in, "max_event_log_lines", int64(n))
 	w.flag(in, "manager_must_quit", c.ManagerMustQuit)
+	for _, h := range c.Health {
+		w.line(in + "<boincd_health_warning>")
+		w.str(in+"   ", "name", h.Name)
+		w.str(in+"   ", "message", h.Message)
+		w.f(in+"   ", "since", unix(h.Since))
+		w.line(in + "</boincd_health_warning>")
+	}
 	w.line("</cc_status>")
 }
 

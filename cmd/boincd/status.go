@@ -315,17 +315,19 @@ func (s *statusSession) query(ctx context.Context) (*statusDoc, error) {
 // statusDoc is what --json prints and the text view renders; field names
 // are documented in statusHelp.
 type statusDoc struct {
-	Address       string         `json:"address"`
-	Time          time.Time      `json:"time"`
-	Client        clientDoc      `json:"client"`
-	NetworkStatus string         `json:"network_status"`
-	CPU           modeDoc        `json:"cpu"`
-	GPU           modeDoc        `json:"gpu"`
-	Network       modeDoc        `json:"network"`
-	Projects      []projectDoc   `json:"projects"`
-	Tasks         []taskDoc      `json:"tasks"`
-	Transfers     []transferDoc  `json:"transfers"`
-	NotFetching   []notFetchInfo `json:"not_fetching"`
+	Address       string    `json:"address"`
+	Time          time.Time `json:"time"`
+	Client        clientDoc `json:"client"`
+	NetworkStatus string    `json:"network_status"`
+	CPU           modeDoc   `json:"cpu"`
+	GPU           modeDoc   `json:"gpu"`
+	Network       modeDoc   `json:"network"`
+	// Health is boincd's active named warnings (empty when all is well).
+	Health      []client.HealthWarning `json:"health"`
+	Projects    []projectDoc           `json:"projects"`
+	Tasks       []taskDoc              `json:"tasks"`
+	Transfers   []transferDoc          `json:"transfers"`
+	NotFetching []notFetchInfo         `json:"not_fetching"`
 }
 
 type clientDoc struct {
@@ -427,6 +429,7 @@ func buildStatus(addr string, now time.Time, cc *client.CCStatus, st *client.Sta
 			ExecutingAsDaemon: st.ExecutingAsDaemon,
 		},
 		NetworkStatus: cc.NetworkStatus.String(),
+		Health:        append([]client.HealthWarning{}, cc.Health...),
 		CPU:           mode(cc.TaskMode, cc.TaskModePerm, cc.TaskModeDelay, cc.TaskSuspendReason),
 		GPU:           mode(cc.GPUMode, cc.GPUModePerm, cc.GPUModeDelay, cc.GPUSuspendReason),
 		Network:       mode(cc.NetworkMode, cc.NetworkModePerm, cc.NetworkModeDelay, cc.NetworkSuspendReason),
@@ -764,6 +767,9 @@ func renderStatus(w io.Writer, d *statusDoc, loc *time.Location) error {
 		m    modeDoc
 	}{{"CPU", d.CPU}, {"GPU", d.GPU}, {"Network", d.Network}} {
 		fmt.Fprintf(bw, "  %-8s %s\n", m.name+":", modeLine(m.m))
+	}
+	for _, h := range d.Health {
+		fmt.Fprintf(bw, "  WARNING %s: %s (since %s)\n", h.Name, h.Message, h.Since.In(loc).Format("2006-01-02 15:04"))
 	}
 
 	fmt.Fprintf(bw, "\nPROJECTS (%d)\n", len(d.Projects))

@@ -364,6 +364,15 @@ type CCStatus struct {
 	SimpleGUIOnly        bool          `json:"simple_gui_only"`
 	MaxEventLogLines     int           `json:"max_event_log_lines"`
 	ManagerMustQuit      bool          `json:"manager_must_quit,omitempty"`
+	// Health is boincd's named warnings (absent from the C++ client).
+	Health []HealthWarning `json:"health,omitempty"`
+}
+
+// HealthWarning is one of boincd's active health warnings.
+type HealthWarning struct {
+	Name    string    `json:"name"`
+	Message string    `json:"message"`
+	Since   time.Time `json:"since"`
 }
 
 // Message priorities (MSG_INFO etc.).

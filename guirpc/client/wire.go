@@ -475,10 +475,20 @@ type wireCCStatus struct {
 	SimpleGUIOnly        xmlBool  `xml:"simple_gui_only"`
 	MaxEventLogLines     xmlInt   `xml:"max_event_log_lines"`
 	ManagerMustQuit      xmlBool  `xml:"manager_must_quit"`
+	Health               []struct {
+		Name    string   `xml:"name"`
+		Message string   `xml:"message"`
+		Since   xmlFloat `xml:"since"`
+	} `xml:"boincd_health_warning"`
 }
 
 func (w *wireCCStatus) status() *CCStatus {
+	var health []HealthWarning
+	for _, h := range w.Health {
+		health = append(health, HealthWarning{Name: h.Name, Message: h.Message, Since: unixTime(h.Since)})
+	}
 	return &CCStatus{
+		Health:               health,
 		NetworkStatus:        NetworkStatus(w.NetworkStatus),
 		AMSPasswordError:     bool(w.AMSPasswordError),
 		TaskSuspendReason:    SuspendReason(w.TaskSuspendReason),
