@@ -384,6 +384,10 @@ func (d *Daemon) accountUsage(now time.Time, dt float64) {
 	}
 	workfetch.UpdateDebts(now, d.coreHost(), c.projects, c.jobs, used, period.Seconds())
 	for i, url := range c.urls {
+		pc := d.counters(url)
+		for r := range workfetch.NumRsc {
+			pc.processing[r] += used[i][r]
+		}
 		st := d.schedState(url)
 		st.Debt = c.projects[i].State.Debt
 		d.saveSchedState(url)

@@ -168,6 +168,7 @@ type Daemon struct {
 	flushFailing   bool
 	startTime      time.Time
 	stats          Stats
+	pcount         map[string]*projectCounters // master URL → totals for metrics
 }
 
 // Stats are counters for the summary the demo prints.
@@ -313,6 +314,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.recoverTasks()
 	d.reconcile(cfg, time.Now())
 	d.startGUIRPC(runCtx)
+	d.startMetrics(runCtx)
 	if d.gpusDisabled() {
 		d.log.Info("GPUs are not used (no_gpus)")
 	}

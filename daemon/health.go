@@ -12,17 +12,21 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/metrics"
 	"github.com/boincd/boincd/workfetch"
 )
 
 // Health warning names: stable identifiers shown by `boincd status`, in
 // the event log and as the metrics label boincd_health_warning{name}.
 const (
-	HealthNoGPU       = "no_gpu_found"
-	HealthBackedOff   = "project_backed_off"
-	HealthDiskLimit   = "disk_limit_reached"
-	HealthClockJump   = "clock_jump"
-	healthCheckPeriod = 10 * time.Second
+	HealthNoProjects    = metrics.HealthNoProjects
+	HealthNoGPU         = metrics.HealthNoGPUFound
+	HealthBackedOff     = metrics.HealthProjectBackedOff
+	HealthXferBackedOff = metrics.HealthTransferBackedOff
+	HealthDiskLimit     = metrics.HealthDiskLimitReached
+	HealthClockJump     = metrics.HealthClockJump
+	HealthStateWrite    = metrics.HealthStateWriteFailed
+	healthCheckPeriod   = 10 * time.Second
 	// diskCheckPeriod: the data directory walk is the costly part.
 	diskCheckPeriod = time.Minute
 	// clockJumpMin is how far wall time may drift from monotonic time
@@ -32,11 +36,9 @@ const (
 	// clockJumpShown is how long a clock jump stays a warning.
 	clockJumpShown = 24 * time.Hour
 	backedOffLong  = 24 * time.Hour
+	// xferBackedOffLong: a transfer retried for this long is a warning.
+	xferBackedOffLong = 6 * time.Hour
 )
-
-// HealthNames lists every warning name, for exporters that show inactive
-// ones as 0.
-var HealthNames = []string{HealthNoGPU, HealthBackedOff, HealthDiskLimit, HealthClockJump}
 
 type healthState struct {
 	active    map[string]guirpc.HealthWarning
@@ -98,6 +100,21 @@ func (d *Daemon) checkHealth(now time.Time) {
 	want := map[string]string{}
 	if now.Before(h.jumpUntil) {
 		want[HealthClockJump] = h.jumpMsg
+	}
+	if len(d.st.projects) == 0 {
+		want[HealthNoProjects] = "no project is attached: add one to the config (README: Attach a project) or with boinccmd --project_attach"
+	}
+	if d.flushFailing {
+		want[HealthStateWrite] = "the client state cannot be written (disk full or read-only?): nothing new is started until it can"
+	}
+	stuck := 0
+	for _, f := range d.st.files {
+		if f.Xfer.NumRetries > 0 && !f.Xfer.FirstRequestTime.IsZero() && now.Sub(f.Xfer.FirstRequestTime) > xferBackedOffLong {
+			stuck++
+		}
+	}
+	if stuck > 0 {
+		want[HealthXferBackedOff] = fmt.Sprintf("%d file transfers have been failing for more than %s", stuck, xferBackedOffLong)
 	}
 	if msg := d.noGPUProblem(); msg != "" {
 		want[HealthNoGPU] = msg

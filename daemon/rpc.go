@@ -307,6 +307,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 		if d.ctx.Err() != nil {
 			return
 		}
+		d.counters(p.MasterURL).rpcs[rpcOutcome(ev.err)]++
 		d.rpcFailed(p, ev.err, now)
 		return
 	}
@@ -330,6 +331,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 		p.MinRPCTime = now.Add(time.Duration(rep.RequestDelay * float64(time.Second)))
 	}
 	if rep.ProjectIsDown {
+		d.counters(p.MasterURL).rpcs[RPCProjectDown]++
 		delay := boinc.ExponentialBackoff(0, d.opt.RPCBackoffMin, boinc.RPCBackoffMax, d.uniform())
 		if t := now.Add(delay); t.After(p.MinRPCTime) {
 			p.MinRPCTime = t
@@ -338,6 +340,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 		d.batch.PutProject(p)
 		return
 	}
+	d.counters(p.MasterURL).rpcs[RPCOK]++
 	d.applyProjectInfo(p, rep)
 	newResults, got := d.applyWork(p, rep, now)
 	d.handleWorkReply(p, ev.req, got, ev.reason == boinc.RPCUserReq, now)

@@ -235,6 +235,7 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 			f.Uploaded = true
 			d.stats.Uploaded++
 			d.stats.BytesUp += ev.bytes
+			d.counters(f.ProjectURL).bytesUp += ev.bytes
 			log.Info("finished upload")
 			// The server has the bytes; the local copy has no further use.
 			if !f.Sticky {
@@ -244,6 +245,7 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 			f.Status = boinc.FilePresent
 			d.stats.Downloaded++
 			d.stats.BytesDown += ev.bytes
+			d.counters(f.ProjectURL).bytesDown += ev.bytes
 			if f.Executable {
 				if err := os.Chmod(d.filePath(f), 0o755); err != nil {
 					log.Error("cannot make file executable", slog.Any("err", err))
@@ -258,6 +260,11 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 		return // shutting down: not a failure
 	}
 	f.Xfer.NumRetries++
+	if pc := d.counters(f.ProjectURL); ev.upload {
+		pc.upFailures++
+	} else {
+		pc.downFailures++
+	}
 	f.Xfer.LastError = ev.err.Error()
 	f.Xfer.URLIndex = ev.urlIndex
 	permanent := rpcclient.IsPermanent(ev.err)

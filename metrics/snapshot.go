@@ -307,15 +307,12 @@ const (
 	// HealthStateWriteFailed: the last attempt to persist the client
 	// state failed.
 	HealthStateWriteFailed = "state_write_failed"
-	// HealthBenchmarksMissing: CPU benchmarks have not run, so runtime
-	// estimates use defaults.
-	HealthBenchmarksMissing = "benchmarks_missing"
 )
 
 var knownHealthWarnings = [...]string{
 	HealthNoProjects, HealthNoGPUFound, HealthProjectBackedOff,
 	HealthTransferBackedOff, HealthDiskLimitReached, HealthClockJump,
-	HealthStateWriteFailed, HealthBenchmarksMissing,
+	HealthStateWriteFailed,
 }
 
 // KnownHealthWarnings returns the Health* names in a stable order.
