@@ -716,3 +716,31 @@ func hasLine(msg, line string) bool {
 	}
 	return false
 }
+
+// TestMaintainerScriptsParse checks the scripts' syntax with every POSIX
+// shell at hand (dpkg runs them with /bin/sh, which is dash on Debian),
+// and with shellcheck where it is installed.
+func TestMaintainerScriptsParse(t *testing.T) {
+	scripts, err := filepath.Glob(filepath.Join(repoRoot(t), "packaging", "scripts", "*.sh"))
+	if err != nil || len(scripts) != 3 {
+		t.Fatalf("packaging/scripts: %v (err %v), want the three maintainer scripts", scripts, err)
+	}
+	checkers := [][]string{{"sh", "-n"}, {"dash", "-n"}, {"bash", "--posix", "-n"}, {"shellcheck", "-s", "sh"}}
+	for _, script := range scripts {
+		data := readFile(t, script)
+		if !bytes.HasPrefix(data, []byte("#!/bin/sh\n")) {
+			t.Errorf("%s: want #!/bin/sh first: rpm and dpkg run it with its interpreter line", script)
+		}
+		for _, c := range checkers {
+			t.Run(filepath.Base(script)+"/"+c[0], func(t *testing.T) {
+				if _, err := exec.LookPath(c[0]); err != nil {
+					t.Skipf("%s is not installed", c[0])
+				}
+				cmd := exec.CommandContext(t.Context(), c[0], append(c[1:], script)...)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("%s %s: %v\n%s", strings.Join(c, " "), script, err, out)
+				}
+			})
+		}
+	}
+}
