@@ -52,7 +52,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// importAttr is the Origin of imported projects. GUI-RPC origin keeps a
+// importOrigin is the Origin of imported projects. GUI-RPC origin keeps a
 // project attached whatever config the daemon runs with; the config entry
 // written next to it turns it into a config project on the daemon's first
 // reconcile (reconcile sets Origin "config" for every listed project), so

@@ -745,3 +745,41 @@ func TestSanitizeXML(t *testing.T) {
 		t.Errorf("text %q", got)
 	}
 }
+
+// A running boincd (holding the state file) or a cancelled import leaves
+// nothing behind.
+func TestImportTargetBusyOrCancelled(t *testing.T) {
+	t.Run("boincd running", func(t *testing.T) {
+		src := importtest.Build(t, importtest.Options{StateFile: "client_state_task_running.xml"})
+		dst := filepath.Join(t.TempDir(), "boincd")
+		if err := os.MkdirAll(dst, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		st, err := statefile.Open(filepath.Join(dst, daemon.StateFileName), statefile.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		_, err = Import(context.Background(), Options{BOINCDir: src.Path, DataDir: dst})
+		if !errors.Is(err, statefile.ErrLocked) {
+			t.Errorf("import while boincd runs: %v", err)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		src := importtest.Build(t, importtest.Options{StateFile: "client_state_task_running.xml"})
+		dst := filepath.Join(t.TempDir(), "boincd")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := Import(ctx, Options{BOINCDir: src.Path, DataDir: dst}); !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled import: %v", err)
+		}
+		for _, p := range []string{"projects/" + fixtureEsc, "projects/" + fixtureEsc + "~import", "slots/0", "slots/0~import", config.FileName} {
+			if _, err := os.Stat(filepath.Join(dst, p)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("cancelled import left %s (%v)", p, err)
+			}
+		}
+		if snap := loadState(t, dst); len(snap.Projects) != 0 {
+			t.Errorf("cancelled import committed state")
+		}
+	})
+}
