@@ -7,6 +7,5 @@
 // mirror of the Kubernetes API types the manifest uses, check the security
 // and lifecycle settings, and render the config the pod would see (the
 // projected ConfigMap and Secret files) and load it with package config.
-// With the build tag k8sapi they also decode the documents into the real
-// k8s.io/api types (which need go.sum entries for k8s.io/api's dependencies).
+// They also decode the documents strictly into the real k8s.io/api types.
 package kubernetes
