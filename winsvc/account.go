@@ -177,3 +177,13 @@ func validSID(s string) bool {
 	}
 	return true
 }
+
+// LookupName is the name to give LookupAccountName for a User account's
+// StartName: the SCM understands ".\name" as the local machine's account,
+// LookupAccountName does not, so "." becomes the computer's name.
+func (a Account) LookupName(computer string) string {
+	if rest, ok := strings.CutPrefix(a.StartName, `.\`); ok && computer != "" {
+		return computer + `\` + rest
+	}
+	return a.StartName
+}

@@ -84,3 +84,24 @@ func TestDataDirSDDL(t *testing.T) {
 		}
 	}
 }
+
+func TestLookupName(t *testing.T) {
+	tests := []struct {
+		user, computer, want string
+	}{
+		{"alice", "PC1", `PC1\alice`},
+		{`.\alice`, "PC1", `PC1\alice`},
+		{`CORP\bob`, "PC1", `CORP\bob`},
+		{`bob@corp.example`, "PC1", `bob@corp.example`},
+		{"alice", "", `.\alice`},
+	}
+	for _, tt := range tests {
+		a, err := ParseAccount(tt.user, Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.LookupName(tt.computer); got != tt.want {
+			t.Errorf("LookupName(%q, %q) = %q, want %q", tt.user, tt.computer, got, tt.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package winsvc
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -54,6 +55,9 @@ func Serve[R, S any](s *Service, requests <-chan R, cmdOf func(R) Cmd, statuses 
 
 	report(m.Starting())
 	r, err := s.Start()
+	if err == nil && r == nil {
+		err = errors.New("service start returned no runner")
+	}
 	if err != nil {
 		log.Error("boincd service cannot start", slog.Any("err", err))
 		return m.Stopped(ExitStartFailed)

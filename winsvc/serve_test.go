@@ -304,3 +304,11 @@ func TestServeUnexpectedControl(t *testing.T) {
 		t.Fatalf("final %+v", f)
 	}
 }
+
+func TestServeNilRunner(t *testing.T) {
+	c := startServe(t, &Service{Start: func() (Runner, error) { return nil, nil }})
+	c.expect(t, StartPending)
+	if f := c.finalStatus(t); f.ServiceSpecificExitCode != ExitStartFailed {
+		t.Fatalf("final %+v, want exit code %d", f, ExitStartFailed)
+	}
+}

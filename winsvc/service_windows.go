@@ -164,7 +164,11 @@ func Install(exePath string, args []string, opts InstallOptions) (err error) {
 
 	sids := []string{ServiceSID(Name)}
 	if opts.Account.Kind == User {
-		sid, _, _, err := windows.LookupSID("", opts.Account.StartName)
+		computer, err := windows.ComputerName()
+		if err != nil {
+			return fmt.Errorf("install service %s: computer name: %w", Name, err)
+		}
+		sid, _, _, err := windows.LookupSID("", opts.Account.LookupName(computer))
 		if err != nil {
 			return fmt.Errorf("install service %s: look up account %s: %w", Name, opts.Account.StartName, err)
 		}

@@ -151,14 +151,15 @@ func serviceRunCmd(args []string, stderr io.Writer) int {
 	}
 	handlerFor := func(c config.Log) slog.Handler { return newLogger(stderr, c).Handler() }
 	if isSvc {
-		el, err := winsvc.OpenEventLog()
-		if err != nil {
-			// Nobody reads stderr under the SCM; the exit status is all
-			// that is left.
-			return 1
+		// Nobody reads stderr under the SCM. Without the event log
+		// (RegisterEventSource failing is rare: an unregistered source
+		// still logs) the service still runs: its messages remain in the
+		// daemon's own event log, which "boincd status" and GUIs show.
+		handlerFor = func(config.Log) slog.Handler { return slog.DiscardHandler }
+		if el, err := winsvc.OpenEventLog(); err == nil {
+			defer el.Close()
+			handlerFor = func(c config.Log) slog.Handler { return winsvc.NewEventHandler(el, logLevel(c)) }
 		}
-		defer el.Close()
-		handlerFor = func(c config.Log) slog.Handler { return winsvc.NewEventHandler(el, logLevel(c)) }
 	}
 	boot := slog.New(handlerFor(config.Log{}))
 	s := &winsvc.Service{
