@@ -3,6 +3,9 @@
 //	boincd [--dir DIR] [flags]        run the client (same as "boincd run")
 //	boincd demo                       run against a built-in demo project
 //	boincd probe [--json] [--benchmark]  print what the host probe finds
+//	boincd simulate SCENARIO.toml     emulate the scheduler; --sweep: the policy study
+//	boincd status                     show a running client
+//	boincd import BOINC_DIR           take over a C++ BOINC client's data directory
 //	boincd version
 //
 // It accepts the C++ client's flags where they overlap, so service units
@@ -55,6 +58,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runSimulate(rest, stdout, stderr)
 	case "status":
 		return runStatus(rest, stdout, stderr)
+	case "import":
+		return runImport(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "boincd %d.%d.%d (BOINC client protocol)\n", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease)
 		return 0
@@ -74,6 +79,7 @@ func usage(w io.Writer) {
   boincd probe [--json] [--xml] [--benchmark] [--dir DIR]  show what the host probe finds
   boincd simulate [--seed N] [--days D] [--json] SCENARIO.toml  emulate the scheduler (sim/README.md)
   boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]  show a running client
+  boincd import BOINC_DIR [--dir DIR] [--config FILE] [--dry_run]  take over a C++ BOINC client's data directory
   boincd version
 Run "boincd run --help" for the daemon's flags.
 `)
