@@ -6,6 +6,7 @@
 //	boincd simulate SCENARIO.toml     emulate the scheduler; --sweep: the policy study
 //	boincd status                     show a running client
 //	boincd import BOINC_DIR           take over a C++ BOINC client's data directory
+//	boincd service install|...        Windows service
 //	boincd version
 //
 // It accepts the C++ client's flags where they overlap, so service units
@@ -60,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runStatus(rest, stdout, stderr)
 	case "import":
 		return runImport(rest, stdout, stderr)
+	case "service":
+		return runService(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "boincd %d.%d.%d (BOINC client protocol)\n", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease)
 		return 0
@@ -80,6 +83,7 @@ func usage(w io.Writer) {
   boincd simulate [--seed N] [--days D] [--json] SCENARIO.toml  emulate the scheduler (sim/README.md)
   boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]  show a running client
   boincd import BOINC_DIR [--dir DIR] [--config FILE] [--dry_run]  take over a C++ BOINC client's data directory
+  boincd service install|uninstall|start|stop|run [flags]  run as a Windows service (winsvc/README.md)
   boincd version
 Run "boincd run --help" for the daemon's flags.
 `)
@@ -153,13 +157,9 @@ func runDaemon(args []string, stderr io.Writer) int {
 	if cfg.DataDir != "" && f.dir == "." {
 		dir = cfg.DataDir
 	}
-	opt := daemon.Options{
-		DataDir:      dir,
-		ConfigPath:   cfgPath,
-		Logger:       logger,
-		ExitWhenIdle: f.exitWhenIdle || cfg.ExitWhenIdle,
-		NoGPUs:       f.noGPUs || cfg.NoGPUs,
-	}
+	opt := daemonOptions(dir, cfgPath, cfg, logger)
+	opt.ExitWhenIdle = opt.ExitWhenIdle || f.exitWhenIdle
+	opt.NoGPUs = opt.NoGPUs || f.noGPUs
 	if f.skipBenchmarks {
 		opt.BenchmarkDuration = -1
 	}
@@ -183,6 +183,19 @@ func runDaemon(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// daemonOptions is what every way of running the daemon (the command
+// line, the Windows service) derives from the config alone; callers add
+// their own flags on top.
+func daemonOptions(dir, cfgPath string, cfg *config.Config, logger *slog.Logger) daemon.Options {
+	return daemon.Options{
+		DataDir:      dir,
+		ConfigPath:   cfgPath,
+		Logger:       logger,
+		ExitWhenIdle: cfg.ExitWhenIdle,
+		NoGPUs:       cfg.NoGPUs,
+	}
 }
 
 // newLogger: text on a terminal, JSON under a service manager (systemd

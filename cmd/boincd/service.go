@@ -100,14 +100,9 @@ func newServiceDaemon(dir, configPath string, getenv func(string) string, handle
 		return nil, err
 	}
 	logger := slog.New(handlerFor(cfg.Log))
-	d, err := daemon.New(daemon.Options{
-		DataDir:      dir,
-		ConfigPath:   cfgPath,
-		Logger:       logger,
-		Getenv:       getenv,
-		ExitWhenIdle: cfg.ExitWhenIdle,
-		NoGPUs:       cfg.NoGPUs,
-	})
+	opt := daemonOptions(dir, cfgPath, cfg, logger)
+	opt.Getenv = getenv
+	d, err := daemon.New(opt)
 	if err != nil {
 		return nil, fmt.Errorf("daemon in %s: %w", dir, err)
 	}
