@@ -186,6 +186,9 @@ func (d *Daemon) resetProject(p *boinc.Project, now time.Time) {
 	d.batch.DeleteProjectAll(url)
 	p.SchedRPCPending = boinc.RPCUserReq
 	p.MinRPCTime = time.Time{}
+	// A reset is the volunteer's way to trust the project afresh: the
+	// next reply's code-signing key is learned as at attach.
+	p.CodeSignKey = ""
 	d.batch.PutProject(p)
 	if d.flush() {
 		_ = os.RemoveAll(d.projectDir(url))

@@ -428,9 +428,7 @@ func (d *Daemon) applyProjectInfo(p *boinc.Project, rep *rpcclient.SchedulerRepl
 		p.HostID = rep.HostID
 		p.RPCSeqno = 0
 	}
-	if rep.CodeSignKey != "" && p.CodeSignKey == "" {
-		p.CodeSignKey = rep.CodeSignKey
-	}
+	d.applyCodeSignKey(p, rep)
 	p.DontUseDCF = rep.DontUseDCF
 	p.NoRscApps = rep.NoRscApps
 	if rep.Ended && !p.Ended {

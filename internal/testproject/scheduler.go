@@ -272,7 +272,17 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 		rb.raw(s.sign.keyText)
 		rb.line("</code_sign_key>")
 	} else if s.sign != nil && normaliseKey(req.CodeSignKey) != normaliseKey(s.sign.keyText) {
-		log.Info("testproject: client holds another code-signing key (attached to an earlier server?)")
+		// The client holds an earlier key: offer the current one, with
+		// the rollover signature when RotateKey made one.
+		log.Info("testproject: client holds another code-signing key; sending the current one", "signed", s.rollSig != "")
+		rb.line("<code_sign_key>")
+		rb.raw(s.sign.keyText)
+		rb.line("</code_sign_key>")
+		if s.rollSig != "" {
+			rb.line("<code_sign_key_signature>")
+			rb.raw(s.rollSig)
+			rb.line("</code_sign_key_signature>")
+		}
 	}
 	appsSent := map[string]bool{}
 	for _, j := range jobs {

@@ -91,13 +91,16 @@ type ReportedResult struct {
 
 // Server is a running (or ready to run) test project.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	sign   *signer // nil when Unsigned
-	apps   []*appState
-	epoch  time.Time
-	prefix string
-	mux    *http.ServeMux
+	cfg  Config
+	log  *slog.Logger
+	sign *signer // nil when Unsigned
+	// rollSig is <code_sign_key_signature> for sign's key, made with the
+	// previous key by RotateKey; "" when the key was swapped unsigned.
+	rollSig string
+	apps    []*appState
+	epoch   time.Time
+	prefix  string
+	mux     *http.ServeMux
 
 	mu          sync.Mutex
 	closed      bool

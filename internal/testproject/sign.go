@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
+	"strings"
 
 	"github.com/boincd/boincd/codesign"
 )
@@ -54,4 +55,38 @@ func verifyMD5Hex(pub *rsa.PublicKey, data []byte, sigText string) error {
 // echoes (sched/file_upload_handler.cpp).
 func uploadSignedText(name string, maxNBytes float64) string {
 	return fmt.Sprintf("<name>%s</name><max_nbytes>%.0f</max_nbytes>", name, maxNBytes)
+}
+
+// RotateKey makes the server sign with key from now on (nil: a fresh
+// key) and re-signs its app files. With signed, a client still holding
+// the old key gets the new one with a <code_sign_key_signature> made with
+// the old key (BOINC's key rollover: the signature of the MD5 of the new
+// key's text); without, the new key comes bare, as a hostile server or a
+// hijacked URL would send it.
+func (s *Server) RotateKey(key *rsa.PrivateKey, signed bool) error {
+	ns, err := newSigner(key)
+	if err != nil {
+		return fmt.Errorf("testproject: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sign == nil {
+		return fmt.Errorf("testproject: RotateKey on an unsigned server")
+	}
+	roll := ""
+	if signed {
+		if roll, err = s.sign.signMD5Hex([]byte(strings.TrimSpace(ns.keyText))); err != nil {
+			return fmt.Errorf("testproject: signing the new key: %w", err)
+		}
+	}
+	apps := make([]*appState, 0, len(s.apps))
+	for _, a := range s.apps {
+		st, err := loadApp(a.App, ns)
+		if err != nil {
+			return fmt.Errorf("testproject: %w", err)
+		}
+		apps = append(apps, st)
+	}
+	s.sign, s.rollSig, s.apps = ns, roll, apps
+	return nil
 }
