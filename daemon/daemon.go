@@ -86,6 +86,10 @@ type Options struct {
 	// quit at their next checkpoint before killing them (default 60 s;
 	// the systemd unit's TimeoutStopSec leaves room above it).
 	StopTimeout time.Duration
+	// StateCommitHook is handed to the state file as its InCommit hook:
+	// called inside every commit right before bbolt writes it. Crash tests
+	// kill the process there; production leaves it nil.
+	StateCommitHook func()
 }
 
 func (o *Options) setDefaults() {
@@ -165,7 +169,8 @@ type Daemon struct {
 	rpcDetached    map[string]string                  // config projects detached over GUI RPC → their entry digest
 	sched          map[string]*workfetch.ProjectState // per project: debts, backoffs, DCF
 	lastPoll       time.Time
-	flushFailing   bool
+	flushFailing   bool // the last commit failed: start nothing new
+	persist        persistState
 	startTime      time.Time
 	stats          Stats
 	pcount         map[string]*projectCounters // master URL → totals for metrics
@@ -259,7 +264,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 			return fmt.Errorf("data directory %s: %w", d.opt.DataDir, err)
 		}
 	}
-	d.store, err = statefile.Open(filepath.Join(d.opt.DataDir, StateFileName), statefile.Options{Logger: d.opt.Logger})
+	d.store, err = statefile.Open(filepath.Join(d.opt.DataDir, StateFileName), statefile.Options{Logger: d.opt.Logger, InCommit: d.opt.StateCommitHook})
 	if err != nil {
 		return err
 	}
@@ -330,7 +335,12 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.shutdown()
 	cancel()
 	d.wg.Wait()
-	d.flush()
+	// The last chance to save: try now whatever the retry backoff says.
+	d.persist.nextTry = time.Time{}
+	if !d.flush() {
+		d.log.Error("client state not saved at shutdown; the next start carries on from the last saved state",
+			slog.String("file", d.store.Path()), slog.Int("unsaved_changes", d.batch.Len()))
+	}
 	return err
 }
 
@@ -370,6 +380,9 @@ func (d *Daemon) step(now time.Time) {
 		d.lastWatchdog = now
 	}
 	if !d.flush() {
+		// Warnings still update (state_write_failed among them); nothing
+		// else acts on a state that is not on disk.
+		d.checkHealth(now)
 		return
 	}
 	d.maybeProbeGPUs(now)
@@ -383,27 +396,6 @@ func (d *Daemon) step(now time.Time) {
 	d.schedule(now)
 	d.maybeRPC(now)
 	d.flush()
-}
-
-// flush commits the pending batch. While it fails (disk full, read-only
-// directory) no new action is started, so nothing is acted on that is not
-// on disk; the batch is kept and retried on the next step.
-func (d *Daemon) flush() bool {
-	if d.batch.Len() == 0 {
-		return true
-	}
-	if err := d.store.Commit(&d.batch); err != nil {
-		if !d.flushFailing {
-			d.log.Error("cannot save client state; pausing new work until it can be saved", slog.String("file", d.store.Path()), slog.Any("err", err))
-		}
-		d.flushFailing = true
-		return false
-	}
-	if d.flushFailing {
-		d.log.Info("client state saved again", slog.String("file", d.store.Path()))
-	}
-	d.flushFailing = false
-	return true
 }
 
 func (d *Daemon) send(ev any) {

@@ -103,11 +103,14 @@ func (s *Store) Commit(b *Batch) error {
 					return fmt.Errorf("%s key %q: %w", w.k.bucket, w.k.key, err)
 				}
 			}
+			if s.inCommit != nil {
+				s.inCommit()
+			}
 			return nil
 		})
 	})
 	if err != nil {
-		return fmt.Errorf("commit to state file %s: %w", s.path, err)
+		return commitError(s.path, err)
 	}
 
 	for _, k := range removed {

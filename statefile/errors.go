@@ -3,6 +3,8 @@ package statefile
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"syscall"
 )
 
 // ErrLocked is wrapped by Open's error when another process (or another
@@ -61,3 +63,68 @@ func (e *tooNewError) Error() string {
 }
 
 func (e *tooNewError) Unwrap() error { return ErrSchemaTooNew }
+
+// ErrNoSpace is wrapped when a commit could not write because the disk,
+// the user's quota or the process's file size limit is exhausted.
+var ErrNoSpace = errors.New("no space to write the state file")
+
+// ErrReadOnly is wrapped when a commit could not write because the file
+// or the file system under it does not accept writes (a read-only mount,
+// an immutable file, permissions).
+var ErrReadOnly = errors.New("state file cannot be written")
+
+// writeError is a failed commit. The transaction was rolled back, so the
+// file still holds the last committed state; the hint tells the user what
+// the operating system's error means for them.
+type writeError struct {
+	op    string // "commit to" or "open"
+	path  string
+	kind  error // ErrNoSpace, ErrReadOnly or nil
+	cause error
+}
+
+func (e *writeError) Error() string {
+	hint := ""
+	switch e.kind {
+	case ErrNoSpace:
+		hint = " (the disk is full, or the quota or the file size limit is reached: free space and the daemon carries on)"
+	case ErrReadOnly:
+		hint = " (the data directory or the file is read-only: make it writable and the daemon carries on)"
+	}
+	if e.op == "open" {
+		return fmt.Sprintf("open state file %s: %v%s", e.path, e.cause, hint)
+	}
+	return fmt.Sprintf("commit to state file %s: %v%s; the file still holds the last saved state", e.path, e.cause, hint)
+}
+
+func (e *writeError) Unwrap() []error {
+	if e.kind == nil {
+		return []error{e.cause}
+	}
+	return []error{e.kind, e.cause}
+}
+
+// commitError wraps a failed write transaction. bbolt formats some of its
+// I/O failures with %s (growing the file: "file resize error: file too
+// large"), which drops the errno, so the text is matched as well.
+func commitError(path string, err error) error {
+	if errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("commit to state file %s: %w", path, err)
+	}
+	return ioError("commit to", path, err)
+}
+
+// ioError classifies an operating system error on the state file.
+func ioError(op, path string, err error) error {
+	var kind error
+	msg := err.Error()
+	switch {
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT), errors.Is(err, syscall.EFBIG),
+		strings.Contains(msg, syscall.ENOSPC.Error()), strings.Contains(msg, syscall.EDQUOT.Error()), strings.Contains(msg, syscall.EFBIG.Error()):
+		kind = ErrNoSpace
+	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES),
+		strings.Contains(msg, syscall.EROFS.Error()), strings.Contains(msg, syscall.EPERM.Error()), strings.Contains(msg, syscall.EACCES.Error()):
+		kind = ErrReadOnly
+	}
+	return &writeError{op: op, path: path, kind: kind, cause: err}
+}

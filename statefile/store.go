@@ -30,6 +30,12 @@ type Options struct {
 	// NoSync skips fsync on commit. Only for tests and benchmarks: a
 	// power failure can then lose or tear committed state.
 	NoSync bool
+	// InCommit, when set, is called inside every Commit's write
+	// transaction once all its changes are staged, right before bbolt
+	// writes the pages, syncs and writes the meta page. It exists so that
+	// crash tests can kill the process at that precise point (a kill then
+	// lands while the commit's bytes go to disk); production leaves it nil.
+	InCommit func()
 }
 
 // Stats counts what Commit did, for tests and diagnostics.
@@ -48,8 +54,9 @@ type Stats struct {
 // Store is an open state file. Its methods are safe for concurrent use,
 // though the daemon calls them from one goroutine.
 type Store struct {
-	path string
-	log  *slog.Logger
+	path     string
+	log      *slog.Logger
+	inCommit func()
 
 	mu     sync.Mutex
 	db     *bbolt.DB
@@ -95,11 +102,12 @@ func Open(path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{
-		path:   path,
-		log:    log,
-		db:     db,
-		hashes: make(map[opKey]uint64),
-		seed:   maphash.MakeSeed(),
+		path:     path,
+		log:      log,
+		inCommit: opts.InCommit,
+		db:       db,
+		hashes:   make(map[opKey]uint64),
+		seed:     maphash.MakeSeed(),
 	}
 	if err := s.upgrade(migrations); err != nil {
 		_ = db.Close()
@@ -146,7 +154,7 @@ func classifyOpenError(path string, err error) error {
 	case errors.Is(err, berrors.ErrVersionMismatch):
 		return newCorrupt(path, err, "bbolt file format version is not 2: %v", err)
 	case errors.As(err, &pathErr), errors.As(err, &errno):
-		return fmt.Errorf("open state file %s: %w", path, err)
+		return ioError("open", path, err)
 	default:
 		// bbolt reports the remaining structural problems (e.g. "file
 		// size too small") as plain errors.

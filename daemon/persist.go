@@ -1,0 +1,75 @@
+package daemon
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Retrying a failing state write: the first retry comes one poll interval
+// after the failure, then the wait doubles up to persistBackoffMax (capped
+// by 60 poll intervals, so tests with short polls recover quickly). Every
+// event still tries the write once its wait is over, so recovery is seen
+// at the first event after space returns.
+const persistBackoffMax = time.Minute
+
+// persistState is the flush path's memory of a failure episode.
+type persistState struct {
+	failing   bool
+	since     time.Time // start of the episode
+	failures  int       // failed attempts in this episode
+	nextTry   time.Time
+	lastError string
+}
+
+// flush commits the pending batch. While it fails (disk full, read-only
+// directory) no new action is started, so nothing is acted on that is not
+// on disk; the batch is kept and retried with backoff. Each failure
+// episode is logged once when it starts (naming the file and the
+// operating system's error), again only if the error changes, and once
+// when writes work again.
+func (d *Daemon) flush() bool {
+	if d.batch.Len() == 0 {
+		return true
+	}
+	now := time.Now()
+	ps := &d.persist
+	if ps.failing && now.Before(ps.nextTry) {
+		return false
+	}
+	err := d.store.Commit(&d.batch)
+	if err == nil {
+		if ps.failing {
+			d.log.Info("state writes work again; resuming work",
+				slog.String("file", d.store.Path()),
+				slog.Int("failed_attempts", ps.failures),
+				slog.Duration("failing_for", now.Sub(ps.since).Round(time.Millisecond)))
+			*ps = persistState{}
+			d.flushFailing = false
+			// Clear the health warning now rather than at the next
+			// periodic check.
+			d.health.lastCheck = now.Add(-healthCheckPeriod)
+		}
+		return true
+	}
+	ps.failures++
+	wait := d.opt.PollInterval << min(ps.failures-1, 16)
+	ps.nextTry = now.Add(min(wait, persistBackoffMax, 60*d.opt.PollInterval))
+	if msg := err.Error(); !ps.failing || msg != ps.lastError {
+		if !ps.failing {
+			ps.since = now
+		}
+		ps.lastError = msg
+		d.log.Error("cannot save client state: disk full or read-only? No new work is started until it can be saved; retrying",
+			slog.String("file", d.store.Path()),
+			slog.Any("err", err),
+			slog.Int("pending_changes", d.batch.Len()))
+	}
+	if !ps.failing {
+		ps.failing = true
+		d.flushFailing = true
+		// Raise the state_write_failed warning now rather than at the
+		// next periodic check.
+		d.health.lastCheck = now.Add(-healthCheckPeriod)
+	}
+	return false
+}
