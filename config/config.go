@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -55,6 +56,14 @@ type Config struct {
 	UseAllGPUs bool `toml:"use_all_gpus"`
 	// GPUExclude keeps devices away from all projects or one project.
 	GPUExclude []GPUExclude `toml:"gpu_exclude"`
+	// AppUser names the account science apps run as (Unix only); its
+	// primary group becomes theirs. "" runs them as the daemon's user.
+	// Switching needs root or CAP_SETUID, CAP_SETGID, CAP_CHOWN,
+	// CAP_DAC_OVERRIDE and CAP_KILL; the daemon checks at start.
+	AppUser string `toml:"app_user"`
+	// AllowRootApps lets apps run as root when the daemon is root and no
+	// AppUser is set. Off by default: such a daemon refuses to start apps.
+	AllowRootApps bool `toml:"allow_root_apps"`
 
 	GUIRPC   GUIRPC    `toml:"gui_rpc"`
 	Metrics  Metrics   `toml:"metrics"`
@@ -262,6 +271,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s: prefs.%s = %g is outside [%g, %g]", c.where(c.lineOf(ck.name)), ck.name, *ck.v, ck.min, ck.max)
 		}
 	}
+	if err := c.validateAppUser(); err != nil {
+		return err
+	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
 	}
@@ -283,6 +295,30 @@ func (c *Config) validate() error {
 	case "auto", "text", "json", "journal":
 	default:
 		return fmt.Errorf("%s: log.format %q: want auto, text, json or journal", c.where(c.lineOf("format")), c.Log.Format)
+	}
+	return nil
+}
+
+// appUserRE is the portable POSIX user name set: letters, digits, '.',
+// '_' and '-', not starting with '-' (useradd's rule, which also keeps
+// the name from reading as a flag anywhere it is passed on).
+var appUserRE = regexp.MustCompile(`^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,63}$`)
+
+// validateAppUser checks app_user's form only: whether the account exists
+// and the daemon may switch to it is the task runner's check at start,
+// on the host that runs the apps.
+func (c *Config) validateAppUser() error {
+	if c.AppUser == "" {
+		return nil
+	}
+	at := c.where(c.lineOf("app_user"))
+	switch {
+	case runtime.GOOS == "windows":
+		return fmt.Errorf("%s: app_user %q: not supported on Windows (apps run as the service's account; see winsvc/README.md)", at, c.AppUser)
+	case c.AppUser == "root" || c.AppUser == "0":
+		return fmt.Errorf("%s: app_user %q: apps must not run as root; name an unprivileged account", at, c.AppUser)
+	case !appUserRE.MatchString(c.AppUser):
+		return fmt.Errorf("%s: app_user %q: not a user name (letters, digits, '.', '_', '-')", at, c.AppUser)
 	}
 	return nil
 }
@@ -331,6 +367,14 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("BOINCD_GUI_RPC_ADDRESS", &c.GUIRPC.Address)
 	str("BOINCD_LOG_LEVEL", &c.Log.Level)
 	str("BOINCD_LOG_FORMAT", &c.Log.Format)
+	str("BOINCD_APP_USER", &c.AppUser)
+	if v := getenv("BOINCD_ALLOW_ROOT_APPS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("environment BOINCD_ALLOW_ROOT_APPS=%q: want true or false", v)
+		}
+		c.AllowRootApps = b
+	}
 	if v := getenv("BOINCD_METRICS_ADDRESS"); v != "" {
 		// Naming an address is asking for the endpoint.
 		c.Metrics.Address, c.Metrics.Enabled = v, true

@@ -117,3 +117,49 @@ func TestAuthenticatorFileErrors(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestAppUserAndRoot(t *testing.T) {
+	tests := []struct {
+		name      string
+		in        string
+		env       map[string]string
+		user      string
+		allowRoot bool
+		wantErr   string
+	}{
+		{name: "defaults", in: ""},
+		{name: "app user", in: "app_user = \"boinc-apps\"\n", user: "boinc-apps"},
+		{name: "allow root", in: "allow_root_apps = true\n", allowRoot: true},
+		{name: "root refused", in: "\napp_user = \"root\"\n", wantErr: "x.toml:2: app_user \"root\": apps must not run as root"},
+		{name: "uid 0 refused", in: "app_user = \"0\"\n", wantErr: "x.toml:1: app_user \"0\""},
+		{name: "hostile name", in: "\n\napp_user = \"-oProxyCommand\"\n", wantErr: "x.toml:3: app_user \"-oProxyCommand\": not a user name"},
+		{name: "spaces", in: "app_user = \"a b\"\n", wantErr: "x.toml:1: app_user \"a b\": not a user name"},
+		{name: "type", in: "allow_root_apps = \"yes\"\n", wantErr: "x.toml:1:"},
+		{name: "env user", env: map[string]string{"BOINCD_APP_USER": "apps"}, user: "apps"},
+		{name: "env root", env: map[string]string{"BOINCD_ALLOW_ROOT_APPS": "true"}, allowRoot: true},
+		{name: "env root off wins", in: "allow_root_apps = true\n", env: map[string]string{"BOINCD_ALLOW_ROOT_APPS": "0"}},
+		{name: "env root bad", env: map[string]string{"BOINCD_ALLOW_ROOT_APPS": "sure"}, wantErr: "BOINCD_ALLOW_ROOT_APPS=\"sure\""},
+		{name: "env user bad", env: map[string]string{"BOINCD_APP_USER": "root"}, wantErr: "environment: app_user \"root\""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "x.toml")
+			if err := os.WriteFile(path, []byte(tt.in), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(path, false, func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.AppUser != tt.user || c.AllowRootApps != tt.allowRoot {
+				t.Fatalf("app_user = %q, allow_root_apps = %v; want %q, %v", c.AppUser, c.AllowRootApps, tt.user, tt.allowRoot)
+			}
+		})
+	}
+}
