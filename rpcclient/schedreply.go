@@ -105,6 +105,9 @@ func ParseSchedulerReply(data []byte) (*SchedulerReply, error) {
 	if !bytes.Contains(src, replyEndTag) {
 		return nil, errors.New("scheduler reply: no </scheduler_reply> end tag (truncated reply)")
 	}
+	if err := checkMarkup(src); err != nil {
+		return nil, fmt.Errorf("scheduler reply: %w", err)
+	}
 	// The fast tokenizer handles what servers actually send; whatever it
 	// fails on (including genuinely bad input) gets encoding/xml's verdict.
 	if r, err := parseFast(src); err == nil {
@@ -345,6 +348,17 @@ func (p *rparser) bool(t xml.StartElement) (bool, error) {
 // counters numbers each element kind for error messages.
 type counters struct {
 	app, fileInfo, appVersion, workunit, result, projectFile int
+	// files maps each file_info name to its index, to catch a name
+	// given twice with different contents.
+	files map[string]int
+}
+
+// tooMany refuses the n-th element of a list past its limit.
+func tooMany(kind string, n, limit int) error {
+	if n > limit {
+		return fmt.Errorf("more than %d <%s> elements", limit, kind)
+	}
+	return nil
 }
 
 func (p *rparser) reply() (*SchedulerReply, error) {
@@ -392,7 +406,9 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 	case "teamid":
 		r.TeamID, err = p.int64(t)
 	case "hostid":
-		r.HostID, err = p.int64(t)
+		if r.HostID, err = p.int64(t); err == nil && r.HostID < 0 {
+			err = fmt.Errorf("<hostid> %d is negative", r.HostID)
+		}
 	case "user_total_credit":
 		r.UserTotalCredit, err = p.float(t)
 	case "user_expavg_credit":
@@ -402,10 +418,13 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 	case "host_expavg_credit":
 		r.HostExpavgCredit, err = p.float(t)
 	case "request_delay":
-		r.RequestDelay, err = p.float(t)
+		if r.RequestDelay, err = p.float(t); err == nil {
+			err = checkRange("request_delay", r.RequestDelay, math.Inf(-1), MaxReplyDelay)
+		}
 	case "next_rpc_delay":
 		var d float64
 		if d, err = p.float(t); err == nil {
+			err = checkRange("next_rpc_delay", d, math.Inf(-1), MaxReplyDelay)
 			r.NextRPCDelay = &d
 		}
 	case "project_preferences":
@@ -418,30 +437,45 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 		r.CodeSignKeySignature, err = p.trimmed(t)
 	case "app":
 		n.app++
+		if err = tooMany("app", n.app, MaxReplyItems); err != nil {
+			return err
+		}
 		var a boinc.App
 		if a, err = p.app(t, n.app); err == nil {
 			r.Apps = append(r.Apps, a)
 		}
 	case "file_info":
 		n.fileInfo++
+		if err = tooMany("file_info", n.fileInfo, MaxReplyItems); err != nil {
+			return err
+		}
 		var f boinc.FileInfo
 		if f, err = p.fileInfo(t, n.fileInfo); err == nil {
-			r.FileInfos = append(r.FileInfos, f)
+			err = n.addFile(r, f)
 		}
 	case "app_version":
 		n.appVersion++
+		if err = tooMany("app_version", n.appVersion, MaxReplyItems); err != nil {
+			return err
+		}
 		var av boinc.AppVersion
 		if av, err = p.appVersion(t, n.appVersion); err == nil {
 			r.AppVersions = append(r.AppVersions, av)
 		}
 	case "workunit":
 		n.workunit++
+		if err = tooMany("workunit", n.workunit, MaxReplyItems); err != nil {
+			return err
+		}
 		var wu boinc.Workunit
 		if wu, err = p.workunit(t, n.workunit); err == nil {
 			r.Workunits = append(r.Workunits, wu)
 		}
 	case "result":
 		n.result++
+		if err = tooMany("result", n.result, MaxReplyItems); err != nil {
+			return err
+		}
 		var res boinc.Result
 		if res, err = p.result(t, n.result); err == nil {
 			r.Results = append(r.Results, res)
@@ -452,6 +486,9 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 				return p.skip(c.Name)
 			}
 			n.projectFile++
+			if err := tooMany("project_files file_ref", n.projectFile, MaxReplyItems); err != nil {
+				return err
+			}
 			ref, err := p.fileRef(c)
 			if err != nil {
 				return fmt.Errorf("project_files file_ref #%d: %w", n.projectFile, err)
@@ -468,12 +505,21 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 	case "delete_file_info":
 		var s string
 		if s, err = p.trimmed(t); err == nil && s != "" {
-			r.DeleteFileInfos = append(r.DeleteFileInfos, s)
+			if err = boinc.ValidateFileName(s, false); err != nil {
+				return fmt.Errorf("delete_file_info: %w", err)
+			}
+			if err = tooMany("delete_file_info", len(r.DeleteFileInfos)+1, MaxReplyItems); err == nil {
+				r.DeleteFileInfos = append(r.DeleteFileInfos, s)
+			}
 		}
 	case "message":
 		var m Message
 		if m, err = p.message(t); err == nil {
-			r.Messages = append(r.Messages, m)
+			// Past the limit messages are dropped, not fatal: they
+			// change no state.
+			if len(r.Messages) < MaxReplyMessages {
+				r.Messages = append(r.Messages, m)
+			}
 		}
 	case "message_ack":
 		r.MessageAck, err = p.bool(t)
@@ -534,6 +580,9 @@ func (p *rparser) appendName(list []string, t xml.StartElement) ([]string, error
 	}
 	if name == "" {
 		return list, fmt.Errorf("%s: no <name>", t.Name.Local)
+	}
+	if err := tooMany(t.Name.Local, len(list)+1, MaxReplyItems); err != nil {
+		return list, err
 	}
 	return append(list, name), nil
 }
@@ -602,8 +651,8 @@ func (p *rparser) app(t xml.StartElement, idx int) (boinc.App, error) {
 		}
 		return err
 	})
-	if err == nil && a.Name == "" {
-		err = errors.New("no <name>")
+	if err == nil {
+		err = checkName(a.Name, false)
 	}
 	if err != nil {
 		return a, itemErr("app", idx, a.Name, err)
@@ -621,6 +670,9 @@ func (p *rparser) fileInfo(t xml.StartElement, idx int) (boinc.FileInfo, error) 
 			f.Name, err = p.trimmed(c)
 		case "url":
 			if s, err = p.trimmed(c); err == nil && s != "" {
+				if err = checkTransferURL("url", s); err != nil {
+					return err
+				}
 				// The C++ client tells upload URLs by this substring.
 				if strings.Contains(s, "file_upload_handler") {
 					f.UploadURLs = append(f.UploadURLs, s)
@@ -630,10 +682,16 @@ func (p *rparser) fileInfo(t xml.StartElement, idx int) (boinc.FileInfo, error) 
 			}
 		case "download_url":
 			if s, err = p.trimmed(c); err == nil && s != "" {
+				if err = checkTransferURL("download_url", s); err != nil {
+					return err
+				}
 				f.DownloadURLs = append(f.DownloadURLs, s)
 			}
 		case "upload_url":
 			if s, err = p.trimmed(c); err == nil && s != "" {
+				if err = checkTransferURL("upload_url", s); err != nil {
+					return err
+				}
 				f.UploadURLs = append(f.UploadURLs, s)
 			}
 		case "md5_cksum":
@@ -659,7 +717,13 @@ func (p *rparser) fileInfo(t xml.StartElement, idx int) (boinc.FileInfo, error) 
 		err = checkName(f.Name, false)
 	}
 	if err == nil && (f.NBytes < 0 || f.MaxNBytes < 0) {
-		err = errors.New("negative size")
+		err = fmt.Errorf("negative size (<nbytes> %g, <max_nbytes> %g)", f.NBytes, f.MaxNBytes)
+	}
+	if err == nil {
+		err = checkRange("nbytes", f.NBytes, 0, MaxFileBytes)
+	}
+	if err == nil {
+		err = checkRange("max_nbytes", f.MaxNBytes, 0, MaxFileBytes)
 	}
 	if err != nil {
 		return f, itemErr("file_info", idx, f.Name, err)
@@ -752,8 +816,20 @@ func (p *rparser) appVersion(t xml.StartElement, idx int) (boinc.AppVersion, err
 	if err == nil && av.AppName == "" {
 		err = errors.New("no <app_name>")
 	}
+	if err == nil {
+		err = boinc.ValidateFileName(av.AppName, false)
+	}
 	if err == nil && av.AvgNCPUs < 0 {
 		err = errors.New("negative avg_ncpus")
+	}
+	if err == nil {
+		err = checkRange("avg_ncpus", av.AvgNCPUs, 0, 1<<16)
+	}
+	if err == nil && av.Flops != 0 {
+		err = checkRange("flops", av.Flops, MinFlops, MaxFlops)
+	}
+	if err == nil && av.Coproc != nil {
+		err = checkRange("coproc count", av.Coproc.Count, 0, 1<<10)
 	}
 	if err != nil {
 		return av, itemErr("app_version", idx, av.AppName, err)
@@ -828,6 +904,21 @@ func (p *rparser) workunit(t xml.StartElement, idx int) (boinc.Workunit, error) 
 	if err == nil && wu.AppName == "" {
 		err = errors.New("no <app_name>")
 	}
+	if err == nil {
+		err = boinc.ValidateFileName(wu.AppName, false)
+	}
+	if err == nil {
+		err = checkRange("rsc_fpops_est", wu.RscFpopsEst, 0, MaxFpops)
+	}
+	if err == nil {
+		err = checkRange("rsc_fpops_bound", wu.RscFpopsBound, 0, MaxFpops)
+	}
+	if err == nil {
+		err = checkRange("rsc_memory_bound", wu.RscMemoryBound, 0, MaxFileBytes)
+	}
+	if err == nil {
+		err = checkRange("rsc_disk_bound", wu.RscDiskBound, 0, MaxFileBytes)
+	}
 	if err != nil {
 		return wu, itemErr("workunit", idx, wu.Name, err)
 	}
@@ -892,4 +983,23 @@ func unixTime(f float64) time.Time {
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC()
+}
+
+// addFile appends a file_info, refusing a name already given in this reply
+// with other contents: which copy the client kept would decide what runs.
+func (n *counters) addFile(r *SchedulerReply, f boinc.FileInfo) error {
+	if n.files == nil {
+		n.files = map[string]int{}
+	}
+	if i, ok := n.files[f.Name]; ok {
+		old := &r.FileInfos[i]
+		if old.MD5 != f.MD5 || old.NBytes != f.NBytes || old.Executable != f.Executable || old.FileSignature != f.FileSignature {
+			return itemErr("file_info", n.fileInfo, f.Name,
+				fmt.Errorf("given twice with different contents (md5 %q then %q, nbytes %g then %g)", old.MD5, f.MD5, old.NBytes, f.NBytes))
+		}
+		return nil
+	}
+	n.files[f.Name] = len(r.FileInfos)
+	r.FileInfos = append(r.FileInfos, f)
+	return nil
 }
