@@ -2,12 +2,16 @@ package rpcclient
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -22,16 +26,40 @@ type Options struct {
 	// replies (default 16 MiB); a longer reply is an error, not truncated.
 	MaxReplyBytes int64
 	// StallTimeout aborts a request that receives (or, for uploads, sends)
-	// no byte for that long (default 5 min, the C++ client's low-speed
-	// limit).
+	// no byte for that long (default 5 min, the C++ client's
+	// http_transfer_timeout). It is also the window of the low-speed rule
+	// (MinBytesPerSec).
 	StallTimeout time.Duration
+	// MinBytesPerSec is the C++ client's CURLOPT_LOW_SPEED_LIMIT: a
+	// request that moves fewer than MinBytesPerSec·StallTimeout bytes in
+	// any StallTimeout window is aborted with a StallError, so a server
+	// dripping a byte a second cannot hold a transfer forever (default 10;
+	// negative disables the rule, leaving only "no byte at all").
+	MinBytesPerSec int64
+	// ReplyTimeout bounds the whole of a request whose reply is read into
+	// memory (master page, scheduler RPC, upload-handler exchange), from
+	// connecting to the last reply byte: a server sending fast enough to
+	// pass the low-speed rule but never finishing is cut off (default
+	// twice StallTimeout). Downloads and uploads are not bounded in total:
+	// their size is, and so their time by the low-speed rule.
+	ReplyTimeout time.Duration
+	// MaxRedirects bounds the redirects followed per request (default 10,
+	// Go's own default). Redirects to a scheme other than http or https,
+	// and from https to http, are refused whatever the count.
+	MaxRedirects int
+	// RootCAs verifies https servers; nil uses the system roots. See
+	// LoadCABundle for the system roots plus a private CA file. TLS 1.2 is
+	// the minimum version; certificate verification cannot be turned off.
+	RootCAs *x509.CertPool
 	// ConnectTimeout bounds TCP connection setup (default 120 s, as the C++
 	// client). Ignored when HTTPClient is set.
 	ConnectTimeout time.Duration
 	// Logger receives debug records about requests and retries (default:
 	// discard).
 	Logger *slog.Logger
-	// HTTPClient replaces the default transport, e.g. in tests.
+	// HTTPClient replaces the default transport, e.g. in tests (RootCAs
+	// and ConnectTimeout are then ignored). A copy is used, with the
+	// redirect policy above unless it has its own CheckRedirect.
 	HTTPClient *http.Client
 }
 
@@ -41,6 +69,8 @@ type Client struct {
 	log          *slog.Logger
 	maxReply     int64
 	stallTimeout time.Duration
+	minSpeed     int64
+	replyTimeout time.Duration
 	userAgent    string
 }
 
@@ -48,6 +78,8 @@ const (
 	defaultMaxReplyBytes  = 16 << 20
 	defaultStallTimeout   = 5 * time.Minute
 	defaultConnectTimeout = 120 * time.Second
+	defaultMinBytesPerSec = 10
+	defaultMaxRedirects   = 10
 	// postContentType is what libcurl puts on the C++ client's raw POSTs
 	// (http/http_requests_log.txt); servers are tested against it.
 	postContentType = "application/x-www-form-urlencoded"
@@ -64,12 +96,27 @@ func New(o Options) *Client {
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = defaultConnectTimeout
 	}
+	switch {
+	case o.MinBytesPerSec == 0:
+		o.MinBytesPerSec = defaultMinBytesPerSec
+	case o.MinBytesPerSec < 0:
+		o.MinBytesPerSec = 0
+	}
+	if o.ReplyTimeout <= 0 {
+		o.ReplyTimeout = 2 * o.StallTimeout
+	}
+	if o.MaxRedirects <= 0 {
+		o.MaxRedirects = defaultMaxRedirects
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	hc := o.HTTPClient
-	if hc == nil {
+	var hc *http.Client
+	if o.HTTPClient != nil {
+		cp := *o.HTTPClient
+		hc = &cp
+	} else {
 		hc = &http.Client{Transport: &http.Transport{
 			Proxy: http.ProxyFromEnvironment,
 			DialContext: (&net.Dialer{
@@ -82,7 +129,13 @@ func New(o Options) *Client {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   o.ConnectTimeout,
 			ExpectContinueTimeout: time.Second,
+			// The C++ client verifies peers against its CA bundle and so
+			// do we; there is deliberately no way to skip verification.
+			TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: o.RootCAs},
 		}}
+	}
+	if hc.CheckRedirect == nil {
+		hc.CheckRedirect = redirectPolicy(o.MaxRedirects)
 	}
 	rc := &retryablehttp.Client{
 		HTTPClient: hc,
@@ -92,7 +145,7 @@ func New(o Options) *Client {
 		RetryMax:     2,
 		RetryWaitMin: 500 * time.Millisecond,
 		RetryWaitMax: 2 * time.Second,
-		CheckRetry:   retryablehttp.DefaultRetryPolicy,
+		CheckRetry:   checkRetry,
 		Backoff:      retryablehttp.DefaultBackoff,
 		// Hand back the last response so its status can be classified.
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
@@ -102,6 +155,8 @@ func New(o Options) *Client {
 		log:          log,
 		maxReply:     o.MaxReplyBytes,
 		stallTimeout: o.StallTimeout,
+		minSpeed:     o.MinBytesPerSec,
+		replyTimeout: o.ReplyTimeout,
 		userAgent:    "BOINC client (" + boinc.PlatformName + " " + clientVersionString() + ")",
 	}
 }
@@ -137,14 +192,103 @@ func (e *HTTPError) Permanent() bool {
 	return true
 }
 
-// StallError: no byte moved for the stall timeout.
+// StallError: no byte moved for the stall timeout, or (MinBytes > 0)
+// fewer than MinBytes moved in one stall-timeout window.
 type StallError struct {
-	URL     string
-	Timeout time.Duration
+	URL      string
+	Timeout  time.Duration
+	MinBytes int64
+	Moved    int64
 }
 
 func (e *StallError) Error() string {
+	if e.MinBytes > 0 {
+		return fmt.Sprintf("%s: transfer stalled (too slow: %d bytes in %s, minimum %d)", e.URL, e.Moved, e.Timeout, e.MinBytes)
+	}
 	return fmt.Sprintf("%s: transfer stalled (no data for %s)", e.URL, e.Timeout)
+}
+
+// ReplyTimeoutError: a reply was still incomplete after Options.ReplyTimeout.
+type ReplyTimeoutError struct {
+	URL     string
+	Timeout time.Duration
+	Read    int64
+}
+
+func (e *ReplyTimeoutError) Error() string {
+	return fmt.Sprintf("%s: reply took longer than %s (%d bytes read)", e.URL, e.Timeout, e.Read)
+}
+
+// RedirectError: a redirect was refused (downgrade, foreign scheme) or
+// there were too many. Not permanent: the project may fix its server.
+type RedirectError struct {
+	From, To string
+	Reason   string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("redirect from %s to %s refused: %s", e.From, e.To, e.Reason)
+}
+
+// redirectPolicy follows at most max redirects, only to http or https, and
+// never from https down to http: a downgrade would hand the reply (and the
+// account key in the request) to anyone on the path.
+func redirectPolicy(max int) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		prev := via[len(via)-1].URL
+		to := req.URL
+		switch {
+		case len(via) > max:
+			return &RedirectError{From: via[0].URL.String(), To: to.String(), Reason: fmt.Sprintf("more than %d redirects", max)}
+		case to.Scheme != "http" && to.Scheme != "https":
+			return &RedirectError{From: prev.String(), To: to.String(), Reason: fmt.Sprintf("scheme %q is not http or https", to.Scheme)}
+		case prev.Scheme == "https" && to.Scheme != "https":
+			return &RedirectError{From: prev.String(), To: to.String(), Reason: "https to http downgrade"}
+		}
+		return nil
+	}
+}
+
+// checkRetry is retryablehttp's policy, except that a refused redirect is
+// not retried: the server would only send it again.
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	var re *RedirectError
+	if errors.As(err, &re) {
+		return false, err
+	}
+	return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+}
+
+// LoadCABundle returns the system roots plus every certificate in the PEM
+// file at path, for Options.RootCAs; "" returns nil (system roots only).
+// A file that cannot be read or holds no certificate is an error naming
+// it, so a typo in the configuration is reported at start-up rather than
+// as a verification failure of every https project.
+func LoadCABundle(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	const maxBundle = 16 << 20
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("CA bundle: %w", err)
+	}
+	defer f.Close()
+	pem, err := io.ReadAll(io.LimitReader(f, maxBundle+1))
+	if err != nil {
+		return nil, fmt.Errorf("CA bundle %s: %w", path, err)
+	}
+	if len(pem) > maxBundle {
+		return nil, fmt.Errorf("CA bundle %s: larger than %d bytes", path, maxBundle)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA bundle %s: no PEM certificate found", path)
+	}
+	return pool, nil
 }
 
 // ReplyTooLargeError: a reply exceeded Options.MaxReplyBytes.
@@ -181,29 +325,75 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &rt)
 }
 
-// stallWatch cancels a request's context when no progress is reported for
-// the timeout. It uses a runtime timer, so no goroutine outlives it.
+// stallWatch cancels a request's context when no byte moves for the
+// timeout, when fewer than minBytes move in a timeout window (the C++
+// client's low-speed rule), or, if total > 0, when the whole exchange takes
+// longer than total. It uses runtime timers, so no goroutine outlives it.
 type stallWatch struct {
-	timer   *time.Timer
-	timeout time.Duration
-	cancel  context.CancelCauseFunc
-	err     *StallError
-	mu      sync.Mutex
-	stopped bool
+	url      string
+	timeout  time.Duration
+	minBytes int64
+	cancel   context.CancelCauseFunc
+	idle     *time.Timer
+	window   *time.Timer
+	total    *time.Timer
+
+	mu       sync.Mutex
+	stopped  bool
+	inWindow int64 // bytes moved in the current window
+	moved    int64 // bytes moved in all
 }
 
 func (c *Client) watch(ctx context.Context, url string) (context.Context, *stallWatch) {
+	return c.watchTotal(ctx, url, 0)
+}
+
+// watchTotal is watch with a bound on the whole exchange.
+func (c *Client) watchTotal(ctx context.Context, url string, total time.Duration) (context.Context, *stallWatch) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &stallWatch{timeout: c.stallTimeout, cancel: cancel, err: &StallError{URL: url, Timeout: c.stallTimeout}}
-	w.timer = time.AfterFunc(c.stallTimeout, func() { cancel(w.err) })
+	w := &stallWatch{url: url, timeout: c.stallTimeout, cancel: cancel}
+	if c.minSpeed > 0 {
+		w.minBytes = max(1, int64(float64(c.minSpeed)*c.stallTimeout.Seconds()))
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.idle = time.AfterFunc(c.stallTimeout, func() { cancel(&StallError{URL: url, Timeout: c.stallTimeout}) })
+	if w.minBytes > 0 {
+		w.window = time.AfterFunc(c.stallTimeout, w.windowEnd)
+	}
+	if total > 0 {
+		w.total = time.AfterFunc(total, func() {
+			w.mu.Lock()
+			read := w.moved
+			w.mu.Unlock()
+			cancel(&ReplyTimeoutError{URL: url, Timeout: total, Read: read})
+		})
+	}
 	return ctx, w
 }
 
-// progress pushes the deadline out.
-func (w *stallWatch) progress() {
+// windowEnd applies the low-speed rule at the end of each window.
+func (w *stallWatch) windowEnd() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	if moved := w.inWindow; moved < w.minBytes {
+		w.cancel(&StallError{URL: w.url, Timeout: w.timeout, MinBytes: w.minBytes, Moved: moved})
+		return
+	}
+	w.inWindow = 0
+	w.window.Reset(w.timeout)
+}
+
+// progress records n bytes moved and pushes the idle deadline out.
+func (w *stallWatch) progress(n int) {
 	w.mu.Lock()
 	if !w.stopped {
-		w.timer.Reset(w.timeout)
+		w.idle.Reset(w.timeout)
+		w.inWindow += int64(n)
+		w.moved += int64(n)
 	}
 	w.mu.Unlock()
 }
@@ -211,19 +401,30 @@ func (w *stallWatch) progress() {
 func (w *stallWatch) stop() {
 	w.mu.Lock()
 	w.stopped = true
-	w.timer.Stop()
+	w.idle.Stop()
+	if w.window != nil {
+		w.window.Stop()
+	}
+	if w.total != nil {
+		w.total.Stop()
+	}
 	w.mu.Unlock()
 	w.cancel(context.Canceled)
 }
 
-// explain replaces a cancellation caused by the watch with the StallError.
+// explain replaces a cancellation caused by the watch with its reason.
 func (w *stallWatch) explain(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
+	cause := context.Cause(ctx)
 	var se *StallError
-	if cause := context.Cause(ctx); errors.As(cause, &se) && !errors.As(err, &se) {
+	if errors.As(cause, &se) && !errors.As(err, &se) {
 		return fmt.Errorf("%w (%v)", se, err)
+	}
+	var te *ReplyTimeoutError
+	if errors.As(cause, &te) && !errors.As(err, &te) {
+		return fmt.Errorf("%w (%v)", te, err)
 	}
 	return err
 }
@@ -237,7 +438,7 @@ type watchedReader struct {
 func (r *watchedReader) Read(p []byte) (int, error) {
 	n, err := r.r.Read(p)
 	if n > 0 {
-		r.w.progress()
+		r.w.progress(n)
 	}
 	return n, err
 }
@@ -260,6 +461,11 @@ func (c *Client) do(req *retryablehttp.Request) (*http.Response, error) {
 	url := req.URL.String()
 	resp, err := c.rc.Do(req)
 	if err != nil {
+		var cve *tls.CertificateVerificationError
+		if errors.As(err, &cve) {
+			return nil, fmt.Errorf("%s %s: TLS certificate of %s not trusted (a private CA can be added with ca_bundle): %w",
+				req.Method, url, hostOf(req.URL), err)
+		}
 		return nil, fmt.Errorf("%s %s: %w", req.Method, url, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -267,6 +473,13 @@ func (c *Client) do(req *retryablehttp.Request) (*http.Response, error) {
 		return nil, &HTTPError{StatusCode: resp.StatusCode, URL: url}
 	}
 	return resp, nil
+}
+
+func hostOf(u *url.URL) string {
+	if u == nil {
+		return "?"
+	}
+	return u.Host
 }
 
 // drain reads a little of a body we do not want so the connection can be
@@ -290,7 +503,7 @@ func (c *Client) readReply(r io.Reader, url string) ([]byte, error) {
 
 // fetch performs a request whose whole reply is wanted in memory.
 func (c *Client) fetch(ctx context.Context, method, url string, body []byte) ([]byte, error) {
-	ctx, w := c.watch(ctx, url)
+	ctx, w := c.watchTotal(ctx, url, c.replyTimeout)
 	defer w.stop()
 	var rb interface{}
 	if body != nil {
@@ -305,7 +518,7 @@ func (c *Client) fetch(ctx context.Context, method, url string, body []byte) ([]
 		return nil, w.explain(ctx, err)
 	}
 	defer resp.Body.Close()
-	w.progress()
+	w.progress(0)
 	data, err := c.readReply(&watchedReader{r: resp.Body, w: w}, url)
 	return data, w.explain(ctx, err)
 }

@@ -186,7 +186,7 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 		return w.explain(ctx, err)
 	}
 	defer resp.Body.Close()
-	w.progress()
+	w.progress(0)
 	if resp.StatusCode == http.StatusPartialContent {
 		if start, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || start != *offset {
 			// Not the part we asked for: start over on the next attempt.
@@ -206,16 +206,27 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 		return fmt.Errorf("seek %s: %w", d.Path, err)
 	}
 	limit := d.byteCap()
+	tooBig := func(got string) error {
+		_ = f.Truncate(0)
+		_ = os.Remove(d.Path)
+		return &VerifyError{Code: boinc.ErrFileTooBig, Path: d.Path,
+			Want: "at most " + itoa64(limit) + " bytes", Got: got}
+	}
 	body := io.Reader(&watchedReader{r: resp.Body, w: w})
+	if limit > 0 {
+		// A body announced larger than the file is refused unread; one
+		// that is not announced is read to one byte past the cap at most.
+		if resp.ContentLength > 0 && *offset+resp.ContentLength > limit {
+			return tooBig(itoa64(*offset+resp.ContentLength) + " announced by " + url)
+		}
+		body = io.LimitReader(body, limit-*offset+1)
+	}
 	buf := make([]byte, 64<<10)
 	for {
 		n, rerr := body.Read(buf)
 		if n > 0 {
 			if limit > 0 && *offset+int64(n) > limit {
-				_ = f.Truncate(0)
-				_ = os.Remove(d.Path)
-				return &VerifyError{Code: boinc.ErrFileTooBig, Path: d.Path,
-					Want: "at most " + itoa64(limit) + " bytes", Got: "more"}
+				return tooBig("more from " + url)
 			}
 			if _, err := f.Write(buf[:n]); err != nil {
 				return fmt.Errorf("write %s: %w", d.Path, err)
@@ -224,6 +235,12 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 			c.progress(d, *offset)
 		}
 		if rerr == io.EOF {
+			// A body that ends cleanly but short (a Content-Length
+			// shorter than the file) fails verification as a wrong
+			// size: HTTP framing cannot tell a lying header from a short
+			// file, and a short file must not be retried for 90 days.
+			// A body cut before its Content-Length is a read error
+			// below, and that partial is kept for a Range resume.
 			return nil
 		}
 		if rerr != nil {

@@ -114,13 +114,20 @@ func (c *Client) uploadTo(ctx context.Context, u UploadSpec, url string) error {
 		if err != nil {
 			return err
 		}
-		if n >= u.NBytes {
+		switch {
+		case n == u.NBytes:
+			// The server has the whole file (an earlier upload whose
+			// reply was lost), as the C++ client accepts.
 			if u.Progress != nil {
 				u.Progress(u.NBytes)
 			}
 			return nil
-		}
-		if n > 0 {
+		case n > u.NBytes:
+			// More than the file holds: whatever the server has is not
+			// this file, so it gets all of it; its final <status> decides.
+			c.log.Warn("upload handler claims more bytes than the file has; sending it all",
+				"file", u.Name, "url", url, "claimed", n, "nbytes", u.NBytes)
+		case n > 0:
 			offset = n
 		}
 	}
@@ -138,7 +145,7 @@ func (c *Client) uploadTo(ctx context.Context, u UploadSpec, url string) error {
 		}
 		sent := offset
 		data := &countingReader{r: io.LimitReader(f, u.NBytes-offset), fn: func(n int) {
-			w.progress()
+			w.progress(n)
 			sent += int64(n)
 			if u.Progress != nil {
 				u.Progress(sent)
@@ -208,7 +215,7 @@ func (c *Client) queryFileSize(ctx context.Context, u UploadSpec, url string) (i
 	b = append(b, "    <get_file_size>"...)
 	b = appendEsc(b, u.Name)
 	b = append(b, "</get_file_size>\n</data_server_request>\n"...)
-	ctx, w := c.watch(ctx, url)
+	ctx, w := c.watchTotal(ctx, url, c.replyTimeout)
 	defer w.stop()
 	req, err := c.newRequest(ctx, http.MethodPost, url, b)
 	if err != nil {
@@ -220,7 +227,10 @@ func (c *Client) queryFileSize(ctx context.Context, u UploadSpec, url string) (i
 		return 0, err
 	}
 	if size < 0 {
-		return 0, &UploadError{URL: url, Message: "size query reply has no <file_size>"}
+		// Missing, negative or not a number: nothing usable is there, so
+		// the whole file goes; the final <status> decides.
+		c.log.Warn("upload handler sent no usable <file_size>; sending the whole file", "file", u.Name, "url", url)
+		return 0, nil
 	}
 	return size, nil
 }
@@ -240,7 +250,7 @@ func (c *Client) handlerExchange(ctx context.Context, w *stallWatch, req *retrya
 		return err
 	}
 	defer resp.Body.Close()
-	w.progress()
+	w.progress(0)
 	data, err := c.readReply(&watchedReader{r: resp.Body, w: w}, url)
 	if err != nil {
 		return w.explain(ctx, err)
