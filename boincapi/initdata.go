@@ -95,7 +95,8 @@ func ParseInitData(r io.Reader) (*InitData, error) {
 	if err := xml.Unmarshal(b, d); err != nil {
 		return nil, fmt.Errorf("init_data.xml: %w", err)
 	}
-	if d.FractionDoneEnd <= d.FractionDoneStart || d.FractionDoneStart < 0 || d.FractionDoneEnd > 1 {
+	// Written so that NaN (which compares false) also falls back.
+	if !(d.FractionDoneStart >= 0 && d.FractionDoneStart < d.FractionDoneEnd && d.FractionDoneEnd <= 1) {
 		d.FractionDoneStart, d.FractionDoneEnd = 0, 1
 	}
 	return d, nil
