@@ -48,6 +48,15 @@ type childOptions struct {
 	// GUIRPCAddr is passed to daemon.Options.GUIRPCAddr; tests that talk
 	// GUI RPC use "127.0.0.1:0" and read the port from the log.
 	GUIRPCAddr string `json:"gui_rpc_addr"`
+	// CrashAtCommit > 0 makes the child SIGKILL itself inside its Nth
+	// state commit, after CrashAfterWrites (default 1) write syscalls of
+	// that commit (commitCrasher).
+	CrashAtCommit    int `json:"crash_at_commit"`
+	CrashAfterWrites int `json:"crash_after_writes"`
+	// IgnoreFileSizeSignal ignores SIGXFSZ, so that writes past a
+	// RLIMIT_FSIZE the parent sets fail with EFBIG instead of killing the
+	// child (disk-full tests).
+	IgnoreFileSizeSignal bool `json:"ignore_sigxfsz"`
 }
 
 func TestMain(m *testing.M) {
@@ -84,6 +93,9 @@ func runChild(spec string) int {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if o.IgnoreFileSizeSignal {
+		signal.Ignore(syscall.SIGXFSZ)
+	}
 
 	d, err := daemon.New(daemon.Options{
 		DataDir: o.DataDir,
@@ -104,6 +116,7 @@ func runChild(spec string) int {
 		// client on the machine) would fight over it.
 		GUIRPCAddr:           cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),
 		IgnoreHostConditions: true,
+		StateCommitHook:      commitCrasher(o.CrashAtCommit, o.CrashAfterWrites),
 	})
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))
