@@ -380,7 +380,11 @@ func (w *stallWatch) windowEnd() {
 		return
 	}
 	if moved := w.inWindow; moved < w.minBytes {
-		w.cancel(&StallError{URL: w.url, Timeout: w.timeout, MinBytes: w.minBytes, Moved: moved})
+		se := &StallError{URL: w.url, Timeout: w.timeout}
+		if moved > 0 {
+			se.MinBytes, se.Moved = w.minBytes, moved
+		}
+		w.cancel(se)
 		return
 	}
 	w.inWindow = 0
@@ -412,10 +416,12 @@ func (w *stallWatch) stop() {
 	w.cancel(context.Canceled)
 }
 
-// explain replaces a cancellation caused by the watch with its reason.
+// explain replaces a cancellation caused by the watch with its reason. An
+// error of its own (a reply too large, say) is kept even if the watch fired
+// meanwhile: it is what ended the request.
 func (w *stallWatch) explain(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
+	if err == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return err
 	}
 	cause := context.Cause(ctx)
 	var se *StallError

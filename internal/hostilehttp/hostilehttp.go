@@ -49,12 +49,13 @@ func (c *Counter) add(n int) {
 	}
 }
 
-// Drip sends a 200 reply whose body is prefix followed by filler bytes,
-// chunk bytes every interval, until total body bytes were sent (total < 0:
-// never stops). Without a Content-Length the reply is chunked, so the
+// Drip sends a 200 reply whose body is Prefix at once, then Rest followed
+// by Filler bytes, Chunk bytes every Interval, until Total body bytes were
+// sent (Total < 0: never stops). Without a Content-Length the reply is chunked, so the
 // client cannot know when it would end.
 type Drip struct {
 	Prefix   []byte
+	Rest     []byte
 	Filler   byte
 	Chunk    int
 	Interval time.Duration
@@ -89,7 +90,9 @@ func (d Drip) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(d.Prefix) > 0 && !write(d.Prefix) {
 		return
 	}
-	chunk := bytes.Repeat([]byte{d.Filler}, max(d.Chunk, 1))
+	size := max(d.Chunk, 1)
+	filler := bytes.Repeat([]byte{d.Filler}, size)
+	rest := d.Rest
 	t := time.NewTicker(max(d.Interval, time.Millisecond))
 	defer t.Stop()
 	for {
@@ -97,6 +100,11 @@ func (d Drip) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-t.C:
+			chunk := filler
+			if len(rest) > 0 {
+				chunk = rest[:min(size, len(rest))]
+				rest = rest[len(chunk):]
+			}
 			if !write(chunk) {
 				return
 			}
