@@ -32,6 +32,24 @@
 // set: it would renumber the devices the app sees, so an app passing its
 // device number to CUDA would pick the wrong GPU or none.
 //
+// Privilege (SetAppPolicy): apps are untrusted code. The daemon decides
+// which account they run as; a policy that allows none (root without
+// app_user or allow_root_apps, an app_user that cannot be used) makes
+// Start fail with ErrRootRefused or ErrAppUser. With an app account
+// (Unix), the process gets its uid, primary gid and groups between fork
+// and exec, and its HOME, USER and LOGNAME; the slot is chowned to it
+// and made 0700; the project files its slot links to are made world
+// readable (apps and inputs are public); its outputs are written in the
+// slot and copied out by the runner into files the daemon owns. Whatever
+// the account, the runner never writes through or reads through a link
+// an app planted in its slot (files are replaced, opened O_NOFOLLOW, and
+// hard-linked or non-regular files are not read), and the daemon's own
+// environment (BOINCD_*, systemd's NOTIFY_SOCKET, credentials) is kept
+// from apps. Apps inherit the daemon's umask and resource limits
+// (RLIMIT_*): Go cannot set a umask between fork and exec, and a
+// process-wide change would race the daemon's own file creation; what an
+// app writes is private anyway, as its slot is 0700.
+//
 // Platforms: Linux is the reference (process groups, Pdeathsig, waitid
 // WNOWAIT so a group is never killed after its id could be reused, /proc
 // for CPU time, working set and orphan detection). Other Unix systems get

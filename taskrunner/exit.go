@@ -228,7 +228,7 @@ func parseTemporaryExit(content string) (time.Duration, string) {
 
 // readSmallFile reads up to 4 KB of a file the app wrote.
 func readSmallFile(path string) (string, bool) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return "", false
 	}
@@ -239,7 +239,7 @@ func readSmallFile(path string) (string, bool) {
 
 // readStderrTail returns the last 63 KB of stderr.txt.
 func readStderrTail(path string) string {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return ""
 	}
@@ -319,7 +319,7 @@ func (r *Runner) moveOutput(t *task, o outputSpec, src, dst string) (bool, error
 	if !o.copy {
 		link := t.links[o.slotName]
 		if st.Size() == int64(len(link)) {
-			b, err := os.ReadFile(src)
+			b, err := readAllRegular(src)
 			if err != nil {
 				return false, err
 			}
@@ -328,10 +328,32 @@ func (r *Runner) moveOutput(t *task, o outputSpec, src, dst string) (bool, error
 			}
 		}
 	}
+	if t.acct != nil {
+		// The app's own file is copied into one the daemon owns, through
+		// a descriptor checked to be a plain file with one link: renaming
+		// would leave the app owning (and able to change) its reported
+		// output, or carry a hard link to a file it could not read.
+		if err := copyFile(src, dst); err != nil {
+			return false, fmt.Errorf("move %s to %s: %w", src, dst, err)
+		}
+		if err := os.Remove(src); err != nil {
+			return false, fmt.Errorf("move %s to %s: %w", src, dst, err)
+		}
+		return true, nil
+	}
 	if err := moveFile(src, dst); err != nil {
 		return false, err
 	}
 	return true, nil
+}
+
+func readAllRegular(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 func md5File(path string) (string, int64, error) {

@@ -227,6 +227,12 @@ type Runner struct {
 	busy     map[int]string // slot → result key, including slots being set up
 	closed   bool
 	throttle throttle
+	// The app policy (SetAppPolicy): the account new tasks run as (nil:
+	// the runner's own) or why none may start.
+	policy    AppPolicy
+	policySet bool
+	account   *AppAccount
+	blocked   error
 }
 
 // NewRunner checks cfg and returns an idle runner.
@@ -290,6 +296,8 @@ type task struct {
 	maxWSS   float64
 	exitCh   chan struct{} // closed once the process has exited
 	job      *jobObject    // Windows Job Object holding the process tree
+	// acct is the account the process runs as; nil: the runner's own.
+	acct *AppAccount
 	// Limits and throttling, fixed at start.
 	maxElapsed   time.Duration
 	maxMemory    float64
@@ -337,6 +345,12 @@ func (r *Runner) Start(ctx context.Context, spec TaskSpec) (slot int, pid int, e
 	if err := checkSpec(spec); err != nil {
 		return -1, 0, err
 	}
+	r.mu.Lock()
+	blocked, acct := r.blocked, r.account
+	r.mu.Unlock()
+	if blocked != nil {
+		return -1, 0, fmt.Errorf("start %s: %w", spec.Result.Name, blocked)
+	}
 	key := spec.Result.Key()
 	n, err := r.reserveSlot(key, spec.Slot)
 	if err != nil {
@@ -359,7 +373,7 @@ func (r *Runner) Start(ctx context.Context, spec TaskSpec) (slot int, pid int, e
 		r.mu.Unlock()
 	}()
 
-	t, err := r.prepare(ctx, spec, n)
+	t, err := r.prepare(ctx, spec, n, acct)
 	if err != nil {
 		return -1, 0, fmt.Errorf("start %s in slot %d: %w", spec.Result.Name, n, err)
 	}
@@ -376,7 +390,11 @@ func (r *Runner) Start(ctx context.Context, spec TaskSpec) (slot int, pid int, e
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go r.wait(t)
-	r.log.Info("task started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api)
+	if acct != nil {
+		r.log.Info("task started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api, "user", acct.Name, "uid", acct.UID)
+	} else {
+		r.log.Info("task started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api)
+	}
 	return n, t.pid, nil
 }
 

@@ -154,7 +154,11 @@ func entries(spec TaskSpec) ([]slotEntry, []outputSpec, error) {
 }
 
 // prepare sets up the slot directory and builds the task (not started).
-func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, error) {
+// With an app account, outputs are written in the slot (copy mode) and
+// moved out by the runner, so the app never needs to write in the
+// project directory, and the project files the slot links to are made
+// readable to it.
+func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int, acct *AppAccount) (*task, error) {
 	esc := spec.Project.Dir()
 	projDir := filepath.Join(r.dataDir, "projects", esc)
 	dir := slotDir(r.dataDir, slot)
@@ -165,6 +169,29 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, e
 	main, ok := spec.Version.MainProgram()
 	if !ok {
 		return nil, fmt.Errorf("app version %s %d has no main program", spec.Version.AppName, spec.Version.VersionNum)
+	}
+	if acct != nil {
+		for i := range ents {
+			if ents[i].output {
+				ents[i].copy = true
+			}
+		}
+		for i := range outs {
+			outs[i].copy = true
+		}
+		if err := shareDirWithApp(projDir, acct); err != nil {
+			return nil, fmt.Errorf("project directory for app_user %s: %w", acct.Name, err)
+		}
+		for _, e := range ents {
+			if !e.output && !e.copy {
+				if err := shareWithApp(filepath.Join(projDir, e.physical), acct); err != nil {
+					return nil, fmt.Errorf("project file for app_user %s: %w", acct.Name, err)
+				}
+			}
+		}
+		if err := shareWithApp(filepath.Join(projDir, main.FileName), acct); err != nil {
+			return nil, fmt.Errorf("main program for app_user %s: %w", acct.Name, err)
+		}
 	}
 	if err := os.MkdirAll(dir, 0o771); err != nil {
 		return nil, fmt.Errorf("create slot: %w", err)
@@ -179,7 +206,7 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, e
 		if err := setupFiles(ctx, dir, projDir, ents, links); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(dir, setupMarker), nil, 0o644); err != nil {
+		if err := writeSlotFile(filepath.Join(dir, setupMarker), nil); err != nil {
 			return nil, fmt.Errorf("slot setup marker: %w", err)
 		}
 	} else if err != nil {
@@ -200,12 +227,16 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, e
 		projectDir: projDir, boincDir: r.dataDir,
 		wuCPUTime: startCPU, startingElapsed: res.ElapsedTime,
 	})
-	if err := os.WriteFile(filepath.Join(dir, boincapi.InitDataFileName), idBuf.Bytes(), 0o644); err != nil {
+	if err := writeSlotFile(filepath.Join(dir, boincapi.InitDataFileName), idBuf.Bytes()); err != nil {
 		return nil, fmt.Errorf("write init_data.xml: %w", err)
 	}
 	api := spec.Version.APIVersion != ""
 	// Created for every task, as the C++ client does; only API apps get
-	// messages through it.
+	// messages through it. Whatever an earlier run left under its name
+	// (a link to a file elsewhere, say) is removed, not written through.
+	if err := removeIfPresent(filepath.Join(dir, boincapi.MmapFileName)); err != nil {
+		return nil, err
+	}
 	shm, err := boincapi.CreateShmem(filepath.Join(dir, boincapi.MmapFileName))
 	if err != nil {
 		return nil, err
@@ -232,6 +263,7 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, e
 		startCPU: startCPU,
 		maxWSS:   maxWSS,
 		exitCh:   make(chan struct{}),
+		acct:     acct,
 		shm:      shm,
 		elapsed:  res.ElapsedTime,
 		cpu:      startCPU,
@@ -248,7 +280,7 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int) (*task, e
 		throttleable: spec.GPUType == "" && !spec.DontThrottle,
 		diskPaths:    diskPaths,
 	}
-	t.cmd, err = buildCommand(spec, dir, projDir, esc, main)
+	t.cmd, err = buildCommand(spec, dir, projDir, esc, main, acct)
 	if err != nil {
 		if shm != nil {
 			shm.Close()
@@ -265,12 +297,12 @@ func setupFiles(ctx context.Context, dir, projDir string, ents []slotEntry, link
 			return fmt.Errorf("slot setup: %w", err)
 		}
 		p := filepath.Join(dir, filepath.FromSlash(e.name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o771); err != nil {
+		if err := mkdirInSlot(dir, filepath.Dir(filepath.FromSlash(e.name))); err != nil {
 			return fmt.Errorf("slot entry %q: %w", e.name, err)
 		}
 		switch {
 		case !e.copy:
-			if err := os.WriteFile(p, []byte(links[e.name]), 0o644); err != nil {
+			if err := writeSlotFile(p, []byte(links[e.name])); err != nil {
 				return fmt.Errorf("soft link %q: %w", e.name, err)
 			}
 		case !e.output:
@@ -285,7 +317,7 @@ func setupFiles(ctx context.Context, dir, projDir string, ents []slotEntry, link
 
 // buildCommand prepares the exec.Cmd: argv[0] relative to the slot, the
 // shell-split command lines, LD_LIBRARY_PATH, cwd = slot.
-func buildCommand(spec TaskSpec, dir, projDir, esc string, main boinc.FileRef) (*exec.Cmd, error) {
+func buildCommand(spec TaskSpec, dir, projDir, esc string, main boinc.FileRef, acct *AppAccount) (*exec.Cmd, error) {
 	exe := filepath.Join(projDir, main.FileName)
 	if err := checkExecutable(exe); err != nil {
 		return nil, fmt.Errorf("main program: %w", err)
@@ -305,17 +337,24 @@ func buildCommand(spec TaskSpec, dir, projDir, esc string, main boinc.FileRef) (
 		Env:  taskEnv(os.Environ(), esc),
 	}
 	configureCmd(cmd)
+	runAs(cmd, acct)
 	return cmd, nil
 }
 
 // taskEnv prepends the project directory, the slot and the data directory
-// to LD_LIBRARY_PATH so apps find their shared libraries.
+// to LD_LIBRARY_PATH so apps find their shared libraries, and keeps the
+// daemon's own settings from the app: BOINCD_* may carry an account key
+// (BOINCD_PROJECT_AUTHENTICATOR), systemd's variables would let the app
+// speak to the service manager as the daemon or read its credentials.
 func taskEnv(env []string, esc string) []string {
 	const key = "LD_LIBRARY_PATH="
 	libs := "../../projects/" + esc + ":.:../.."
 	out := make([]string, 0, len(env)+1)
 	found := false
 	for _, kv := range env {
+		if daemonOnlyEnv(kv) {
+			continue
+		}
 		if strings.HasPrefix(kv, key) {
 			found = true
 			if old := kv[len(key):]; old != "" {
@@ -333,13 +372,19 @@ func taskEnv(env []string, esc string) []string {
 }
 
 // launch starts the process with stdout to the null device and stderr
-// appended to stderr.txt.
+// appended to stderr.txt. With an app account the slot is handed to it
+// just before the start.
 func (r *Runner) launch(t *task, spec TaskSpec) error {
-	stderr, err := os.OpenFile(filepath.Join(t.dir, stderrFileName), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	stderr, err := openStderr(filepath.Join(t.dir, stderrFileName))
 	if err != nil {
 		return fmt.Errorf("open stderr.txt: %w", err)
 	}
 	defer stderr.Close()
+	if t.acct != nil {
+		if err := giveSlot(t.dir, t.acct); err != nil {
+			return fmt.Errorf("hand the slot to app_user %s: %w", t.acct.Name, err)
+		}
+	}
 	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", os.DevNull, err)
@@ -371,13 +416,18 @@ func (r *Runner) launch(t *task, spec TaskSpec) error {
 	return nil
 }
 
+// copyFile copies a regular file to a new dst (an older dst is
+// replaced, never written through: it may be a link an app planted).
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := openRegular(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err := removeIfPresent(dst); err != nil {
+		return err
+	}
+	out, err := openNoFollow(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err
 	}
@@ -401,4 +451,124 @@ func moveFile(src, dst string) error {
 		return fmt.Errorf("move %s to %s: %w", src, dst, err)
 	}
 	return nil
+}
+
+// daemonOnlyEnv reports whether an environment entry belongs to the
+// daemon alone.
+func daemonOnlyEnv(kv string) bool {
+	name, _, _ := strings.Cut(kv, "=")
+	if strings.HasPrefix(name, "BOINCD_") {
+		return true
+	}
+	switch name {
+	case "NOTIFY_SOCKET", "WATCHDOG_PID", "WATCHDOG_USEC", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
+		"CREDENTIALS_DIRECTORY", "INVOCATION_ID", "JOURNAL_STREAM":
+		return true
+	}
+	return false
+}
+
+// setEnv sets name in env, replacing an earlier value.
+func setEnv(env []string, name, value string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if n, _, _ := strings.Cut(kv, "="); n != name {
+			out = append(out, kv)
+		}
+	}
+	return append(out, name+"="+value)
+}
+
+func removeIfPresent(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeSlotFile creates path afresh with data. The slot may hold what an
+// app left there: an old file under the name is removed first and the
+// new one created exclusively, so a symbolic link planted in its place
+// never makes the runner write outside the slot.
+func writeSlotFile(path string, data []byte) error {
+	if err := removeIfPresent(path); err != nil {
+		return err
+	}
+	f, err := openNoFollow(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// mkdirInSlot creates slot/rel (rel is a validated relative path) and its
+// parents, refusing a component that is not a real directory.
+func mkdirInSlot(slot, rel string) error {
+	if rel == "." || rel == "" {
+		return nil
+	}
+	p := slot
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, part)
+		st, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(p, 0o771); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", p)
+		}
+	}
+	return nil
+}
+
+// openStderr opens stderr.txt for appending (it keeps earlier runs'
+// output). Anything but a plain file of its own under that name is
+// replaced by a new file.
+func openStderr(path string) (*os.File, error) {
+	f, err := openNoFollow(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err == nil {
+		st, serr := f.Stat()
+		if serr == nil && st.Mode().IsRegular() && fileLinks(st) == 1 {
+			return f, nil
+		}
+		f.Close()
+	}
+	if err := removeIfPresent(path); err != nil {
+		return nil, err
+	}
+	return openNoFollow(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+}
+
+// openRegular opens a file an app may have written for reading: not
+// through a symbolic link, not a FIFO or device, and not a hard link to
+// a file elsewhere, so nothing outside the slot is read and reported.
+func openRegular(path string) (*os.File, error) {
+	f, err := openNoFollow(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	if fileLinks(st) > 1 {
+		f.Close()
+		return nil, fmt.Errorf("%s has %d hard links: not a file the app wrote", path, fileLinks(st))
+	}
+	return f, nil
 }
