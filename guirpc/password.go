@@ -7,9 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -19,11 +22,27 @@ const PasswordFile = "gui_rpc_auth.cfg"
 // LoadOrCreatePassword returns the GUI RPC password: the first line of
 // dataDir/gui_rpc_auth.cfg with surrounding whitespace removed ("" means no
 // password). When the file is missing it is created, mode 0600, holding a
-// random 32-hex-digit password, as the C++ client does.
+// random 32-hex-digit password, as the C++ client does. An existing file
+// that others may read is narrowed to 0600 (OpenPassword logs it).
 func LoadOrCreatePassword(dataDir string) (string, error) {
+	return OpenPassword(dataDir, nil)
+}
+
+// OpenPassword is LoadOrCreatePassword logging to logger (nil: nowhere)
+// when it narrows the file's permissions, or cannot.
+func OpenPassword(dataDir string, logger *slog.Logger) (string, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	path := filepath.Join(dataDir, PasswordFile)
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err == nil {
+		defer f.Close()
+		narrowMode(f, path, logger)
+		data, err := io.ReadAll(io.LimitReader(f, 64<<10))
+		if err != nil {
+			return "", fmt.Errorf("read GUI RPC password %s: %w", path, err)
+		}
 		line, _, _ := bytes.Cut(data, []byte("\n"))
 		return strings.TrimSpace(string(line)), nil
 	}
@@ -35,11 +54,11 @@ func LoadOrCreatePassword(dataDir string) (string, error) {
 		return "", fmt.Errorf("generate GUI RPC password: %w", err)
 	}
 	pw := hex.EncodeToString(raw[:])
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		// Another process created it between our read and create: use
 		// theirs so both agree.
-		return LoadOrCreatePassword(dataDir)
+		return OpenPassword(dataDir, logger)
 	}
 	if err != nil {
 		return "", fmt.Errorf("create GUI RPC password %s: %w", path, err)
@@ -60,6 +79,27 @@ func LoadOrCreatePassword(dataDir string) (string, error) {
 		return "", fmt.Errorf("write GUI RPC password %s: %w", path, err)
 	}
 	return pw, nil
+}
+
+// narrowMode makes the open password file 0600 when group or others
+// have any access: whoever reads it controls the client. Windows has no
+// such mode bits; its ACLs come from the data directory.
+func narrowMode(f *os.File, path string, logger *slog.Logger) {
+	st, err := f.Stat()
+	if err != nil || runtime.GOOS == "windows" {
+		return
+	}
+	mode := st.Mode().Perm()
+	if mode&0o077 == 0 {
+		return
+	}
+	if err := f.Chmod(0o600); err != nil {
+		logger.Warn("GUI RPC password file is readable by others and its mode cannot be narrowed: chmod 600 it",
+			slog.String("file", path), slog.String("mode", fmt.Sprintf("%04o", mode)), slog.Any("err", err))
+		return
+	}
+	logger.Warn("GUI RPC password file was readable by others: mode narrowed to 0600",
+		slog.String("file", path), slog.String("was", fmt.Sprintf("%04o", mode)))
 }
 
 // RemoteHostsFile lists the hosts allowed to connect, like the C++
