@@ -99,6 +99,7 @@ type runFlags struct {
 	logLevel, logFormat  string
 	ignoredCompatibility bool
 	unsignedAppsOK       bool
+	allowRootApps        bool
 	stopTimeout          time.Duration
 }
 
@@ -119,6 +120,7 @@ func runDaemon(args []string, stderr io.Writer) int {
 	// Flags of the C++ client that only make sense for its own process
 	// model; boincd never forks or redirects, a service manager does.
 	fs.BoolVar(&f.unsignedAppsOK, "unsigned_apps_ok", false, "accept app files without the project's code signature (testing only)")
+	fs.BoolVar(&f.allowRootApps, "allow_root_apps", false, "run science apps as root when boincd runs as root without app_user (config allow_root_apps; refused by default)")
 	for _, name := range []string{"daemon", "redirectio", "check_all_logins", "no_priority_change", "no_info_fetch"} {
 		fs.BoolVar(&f.ignoredCompatibility, name, false, "accepted for compatibility with the C++ client; no effect")
 	}
@@ -132,7 +134,18 @@ func runDaemon(args []string, stderr io.Writer) int {
 	if cfgPath == "" {
 		cfgPath = filepath.Join(f.dir, config.FileName)
 	}
-	cfg, err := config.Load(cfgPath, f.configPath == "", os.Getenv)
+	getenv := os.Getenv
+	if f.allowRootApps {
+		// Through the environment overrides, so the flag also holds for
+		// the config the daemon reads itself and re-reads on SIGHUP.
+		getenv = func(k string) string {
+			if k == "BOINCD_ALLOW_ROOT_APPS" {
+				return "true"
+			}
+			return os.Getenv(k)
+		}
+	}
+	cfg, err := config.Load(cfgPath, f.configPath == "", getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "boincd:", err)
 		return 1
@@ -158,6 +171,7 @@ func runDaemon(args []string, stderr io.Writer) int {
 		dir = cfg.DataDir
 	}
 	opt := daemonOptions(dir, cfgPath, cfg, logger)
+	opt.Getenv = getenv
 	opt.ExitWhenIdle = opt.ExitWhenIdle || f.exitWhenIdle
 	opt.NoGPUs = opt.NoGPUs || f.noGPUs
 	if f.skipBenchmarks {
