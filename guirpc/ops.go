@@ -336,6 +336,10 @@ func transferOp(op string) opFunc {
 	}
 }
 
+// maxModeDuration bounds a run-mode duration (seconds): 100 years, far
+// within time.Duration.
+const maxModeDuration = 100 * 365 * 24 * 3600
+
 func modeOp(which string) opFunc {
 	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
 		m := 0
@@ -356,7 +360,10 @@ func modeOp(which string) opFunc {
 		var dur float64
 		if v, ok := req.fields["duration"]; ok && v != "" {
 			d, err := strconv.ParseFloat(v, 64)
-			if err != nil || d < 0 || d != d {
+			// The backend turns it into a time.Duration: refuse what
+			// that cannot hold (infinity, or centuries) rather than let
+			// it wrap around to a negative duration.
+			if err != nil || !(d >= 0 && d <= maxModeDuration) {
 				w.str("", "error", "bad duration: "+v)
 				return nil
 			}

@@ -70,8 +70,10 @@ func unix(t time.Time) float64 {
 // escape is lib/str_util.cpp xml_escape: the five XML specials as entities
 // and control characters as decimal character references (BOINC's
 // xml_unescape only understands decimal ones), so every value stays on one
-// line.
+// line. Bytes that are not UTF-8 (a name or message from a project or an
+// app) become U+FFFD, so that the reply stays XML any parser accepts.
 func escape(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	need := false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -105,9 +107,10 @@ func escape(s string) string {
 	return b.String()
 }
 
-// cdata wraps s in CDATA sections, splitting any "]]>" inside it.
+// cdata wraps s in CDATA sections, splitting any "]]>" inside it; bytes
+// that are not UTF-8 become U+FFFD as in escape.
 func cdata(s string) string {
-	return "<![CDATA[" + strings.ReplaceAll(s, "]]>", "]]]]><![CDATA[>") + "]]>"
+	return "<![CDATA[" + strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "]]>", "]]]]><![CDATA[>") + "]]>"
 }
 
 func writeVersion(w *xw) {
