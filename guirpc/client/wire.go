@@ -114,13 +114,67 @@ func seconds(f xmlFloat) time.Duration {
 func trim(s string) string { return strings.TrimSpace(s) }
 
 // newDecoder is lenient the way BOINC's own parser is: bytes that are not
-// UTF-8 become U+FFFD instead of failing the reply, and HTML entities and
-// stray ampersands are tolerated.
+// UTF-8, control bytes and references to them (xml_escape writes a control
+// byte in a name or message as "&#7;") become U+FFFD instead of failing
+// the reply, and HTML entities and stray ampersands are tolerated.
 func newDecoder(b []byte) *xml.Decoder {
-	d := xml.NewDecoder(bytes.NewReader(bytes.ToValidUTF8(b, []byte("\uFFFD"))))
+	d := xml.NewDecoder(bytes.NewReader(sanitizeXML(bytes.ToValidUTF8(b, []byte("\uFFFD")))))
 	d.Strict = false
 	d.Entity = xml.HTMLEntity
 	return d
+}
+
+// sanitizeXML replaces what encoding/xml refuses in any mode: control
+// bytes other than tab, CR and LF, and character references to code
+// points XML does not allow. b must be UTF-8.
+func sanitizeXML(b []byte) []byte {
+	clean := true
+	for i, c := range b {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == '&' && i+1 < len(b) && b[i+1] == '#' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			out = append(out, "\uFFFD"...)
+			continue
+		}
+		if c == '&' && i+1 < len(b) && b[i+1] == '#' {
+			if end := bytes.IndexByte(b[i:min(len(b), i+16)], ';'); end > 0 {
+				if r, ok := charRef(string(b[i+2 : i+end])); ok && !xmlChar(r) {
+					out = append(out, "\uFFFD"...)
+					i += end
+					continue
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// charRef reads the number of a character reference ("65" or "x41").
+func charRef(s string) (rune, bool) {
+	base := 10
+	if strings.HasPrefix(s, "x") {
+		s, base = s[1:], 16
+	}
+	n, err := strconv.ParseUint(s, base, 32)
+	if err != nil || s == "" || s[0] == '+' {
+		return 0, false
+	}
+	return rune(n), true
+}
+
+// xmlChar is the XML 1.0 Char production.
+func xmlChar(r rune) bool {
+	return r == '\t' || r == '\n' || r == '\r' || r >= 0x20 && r <= 0xD7FF || r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
 }
 
 // eachChild finds the first <container> element in body and calls fn for
