@@ -153,6 +153,26 @@ func (d *Daemon) handleMasterDone(ev masterDone, now time.Time) {
 		d.batch.PutProject(p)
 		return
 	}
+	// A master page is as untrusted as a reply: a scheduler URL must be
+	// a web address, never file:// or another scheme the HTTP stack
+	// might learn to follow.
+	urls := make([]string, 0, len(ev.urls))
+	for _, u := range ev.urls {
+		if err := rpcclient.CheckSchedulerURL(u); err != nil {
+			log.Error("refusing a scheduler URL from the master page", slog.String("url", u), slog.Any("err", err))
+			continue
+		}
+		urls = append(urls, u)
+	}
+	if len(urls) == 0 {
+		p.MasterFailures++
+		delay := boinc.ExponentialBackoff(p.MasterFailures-1, d.opt.RPCBackoffMin, boinc.RPCBackoffMax, d.uniform())
+		p.MinRPCTime = now.Add(delay)
+		log.Error("the project's master page names no usable scheduler URL", slog.Int("refused", len(ev.urls)), slog.Duration("retry_in", delay.Round(time.Second)))
+		d.batch.PutProject(p)
+		return
+	}
+	ev.urls = urls
 	isNew := false
 	for _, u := range ev.urls {
 		if !contains(p.SchedulerURLs, u) {
@@ -437,11 +457,34 @@ func (d *Daemon) applyProjectInfo(p *boinc.Project, rep *rpcclient.SchedulerRepl
 	}
 }
 
+// Limits on what the daemon takes from one project, whatever its replies
+// say (docs/security.md).
+const (
+	// maxQueuedJobs is the C++ client's WF_MAX_RUNNABLE_JOBS: unfinished
+	// tasks held per project. Jobs beyond it are refused with a log line.
+	maxQueuedJobs = 1000
+	// maxTaskEstimate (seconds, about 31 years) bounds a job's estimated
+	// run time; a job whose estimate is not a finite positive number
+	// below it is refused, so the round-robin simulation only ever sees
+	// finite numbers.
+	maxTaskEstimate = 1e9
+	// maxDeadlineAhead is how far in the future a report deadline may
+	// lie; a later one is clamped to it.
+	maxDeadlineAhead = 2 * 365 * 24 * time.Hour
+)
+
 // applyWork merges apps, files, versions, workunits and results from a
-// reply; it returns how many new results were added.
+// reply; it returns how many new results were added. The parser already
+// refused unsafe names and absurd numbers; what is checked here needs the
+// client state: references to files the project never described, files
+// redefined with other contents, deadlines relative to now, the queue
+// limit, and estimates derived from workunit and version together. What
+// fails a check is refused on its own, with an error naming the project,
+// the element and the value; everything else in the reply is applied.
 func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now time.Time) (int, [workfetch.NumRsc]int) {
 	var got [workfetch.NumRsc]int
 	url := p.MasterURL
+	log := d.projectLog(p)
 	for i := range rep.Apps {
 		a := rep.Apps[i]
 		a.ProjectURL = url
@@ -452,6 +495,15 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		f := rep.FileInfos[i]
 		f.ProjectURL = url
 		if old := d.st.files[f.Key()]; old != nil {
+			if (f.MD5 != "" && f.MD5 != old.MD5) || (f.NBytes > 0 && f.NBytes != old.NBytes) {
+				// A file's name is its identity: a project may not
+				// swap the contents of a file the client holds or has
+				// already checked jobs against.
+				log.Error("refusing file_info: it redefines a file the client holds",
+					slog.String("file", f.Name), slog.String("held_md5", old.MD5), slog.String("new_md5", f.MD5),
+					slog.Float64("held_nbytes", old.NBytes), slog.Float64("new_nbytes", f.NBytes))
+				continue
+			}
 			// Keep what we know locally; take the server's new URLs.
 			if len(f.DownloadURLs) > 0 {
 				old.DownloadURLs = f.DownloadURLs
@@ -470,6 +522,16 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		v := rep.AppVersions[i]
 		v.ProjectURL = url
 		if _, ok := d.st.versions[v.Key()]; ok {
+			continue
+		}
+		if missing := d.st.missingFile(url, v.FileRefs); missing != "" {
+			log.Error("refusing app_version: it refers to a file the project never described",
+				slog.String("app", v.AppName), slog.Int("version", v.VersionNum), slog.String("file", missing))
+			continue
+		}
+		if _, ok := v.MainProgram(); !ok {
+			log.Error("refusing app_version: no file_ref is its main program",
+				slog.String("app", v.AppName), slog.Int("version", v.VersionNum))
 			continue
 		}
 		d.st.versions[v.Key()] = &v
@@ -494,22 +556,57 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		if _, ok := d.st.wus[w.Key()]; ok {
 			continue
 		}
+		if missing := d.st.missingFile(url, w.InputFiles); missing != "" {
+			log.Error("refusing workunit: it refers to an input file the project never described",
+				slog.String("workunit", w.Name), slog.String("file", missing))
+			continue
+		}
 		d.st.wus[w.Key()] = &w
 		d.batch.PutWorkunit(&w)
 	}
-	added := 0
+	queued := 0
+	for _, r := range d.st.results {
+		if r.ProjectURL == url && r.Phase.Unfinished() {
+			queued++
+		}
+	}
+	added, overQueue := 0, 0
 	for i := range rep.Results {
 		r := rep.Results[i]
 		r.ProjectURL = url
+		deadline, why := checkDeadline(r.ReportDeadline, now)
 		if old := d.st.results[r.Key()]; old != nil {
-			if !r.ReportDeadline.IsZero() && !old.ReportDeadline.Equal(r.ReportDeadline) {
-				old.ReportDeadline = r.ReportDeadline
+			if why == "" && !old.ReportDeadline.Equal(deadline) {
+				old.ReportDeadline = deadline
 				d.batch.PutResult(old)
 			}
 			continue
 		}
 		if d.st.wuOf(&r) == nil || d.st.versionOf(&r) == nil {
-			d.projectLog(p).Warn("dropping task: the reply lacks its workunit or app version", slog.String("task", r.Name))
+			log.Warn("dropping task: the reply lacks its workunit or app version", slog.String("task", r.Name))
+			continue
+		}
+		if missing := d.st.missingFile(url, r.OutputFiles); missing != "" {
+			log.Error("refusing task: it refers to an output file the project never described",
+				slog.String("task", r.Name), slog.String("file", missing))
+			continue
+		}
+		if why != "" {
+			log.Error("refusing task: "+why, slog.String("task", r.Name), slog.Time("report_deadline", r.ReportDeadline))
+			continue
+		}
+		if !deadline.Equal(r.ReportDeadline) {
+			log.Warn("task's report deadline is implausibly far ahead; clamped",
+				slog.String("task", r.Name), slog.Time("report_deadline", r.ReportDeadline), slog.Time("clamped_to", deadline))
+			r.ReportDeadline = deadline
+		}
+		if est := d.estimateDuration(&r); !(est > 0 && est <= maxTaskEstimate) {
+			log.Error("refusing task: its estimated run time is not a sane number",
+				slog.String("task", r.Name), slog.Float64("estimate_secs", est), slog.Float64("limit_secs", maxTaskEstimate))
+			continue
+		}
+		if queued >= maxQueuedJobs {
+			overQueue++
 			continue
 		}
 		r.Phase = boinc.PhaseNew
@@ -518,10 +615,49 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		d.st.results[r.Key()] = &r
 		d.batch.PutResult(&r)
 		added++
+		queued++
 		rsc, _, _ := d.resultRsc(&r)
 		got[rsc]++
 	}
+	if overQueue > 0 {
+		log.Warn("refusing tasks: the project already has the most unfinished tasks the client holds",
+			slog.Int("refused", overQueue), slog.Int("limit", maxQueuedJobs))
+	}
+	d.applyDeletes(p, rep.DeleteFileInfos)
 	return added, got
+}
+
+// checkDeadline returns the deadline to store for a new task, or why the
+// task is refused: a deadline missing or already past cannot be met.
+func checkDeadline(deadline, now time.Time) (time.Time, string) {
+	switch {
+	case deadline.IsZero():
+		return deadline, "it has no report deadline"
+	case !deadline.After(now):
+		return deadline, "its report deadline has already passed"
+	case deadline.After(now.Add(maxDeadlineAhead)):
+		return now.Add(maxDeadlineAhead), ""
+	}
+	return deadline, ""
+}
+
+// applyDeletes handles <delete_file_info>: the project no longer needs a
+// sticky file, so it may go once nothing uses it (the parser checked the
+// names; only files of this project are looked up).
+func (d *Daemon) applyDeletes(p *boinc.Project, names []string) {
+	changed := false
+	for _, name := range names {
+		f := d.st.file(p.MasterURL, name)
+		if f == nil || !f.Sticky {
+			continue
+		}
+		f.Sticky = false
+		d.batch.PutFile(f)
+		changed = true
+	}
+	if changed {
+		d.gcFiles(p.MasterURL)
+	}
 }
 
 // ackResult forgets a result the server acknowledged, with its workunit

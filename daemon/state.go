@@ -93,6 +93,17 @@ func (cs *clientState) inputFiles(r *boinc.Result) []*boinc.FileInfo {
 	return out
 }
 
+// missingFile returns the first file name among refs that the project
+// never described with a file_info, or "".
+func (cs *clientState) missingFile(projectURL string, refs []boinc.FileRef) string {
+	for _, ref := range refs {
+		if cs.file(projectURL, ref.FileName) == nil {
+			return ref.FileName
+		}
+	}
+	return ""
+}
+
 func (cs *clientState) outputFiles(r *boinc.Result) []*boinc.FileInfo {
 	var out []*boinc.FileInfo
 	for _, ref := range r.OutputFiles {

@@ -25,8 +25,9 @@ const (
 	// jobs per project (WF_MAX_RUNNABLE_JOBS); ten times that leaves room
 	// for acks of a long-offline host's reports.
 	MaxReplyItems = 10000
-	// MaxReplyMessages caps the <message>s kept from one reply.
-	MaxReplyMessages = 1000
+	// MaxReplyMessages caps the <message>s kept from one reply (each one
+	// is logged).
+	MaxReplyMessages = 100
 	// MaxFileBytes is the largest nbytes / max_nbytes accepted (1 PiB):
 	// beyond it a size is nonsense, and it keeps sums of sizes exact.
 	MaxFileBytes = 1 << 50

@@ -973,13 +973,18 @@ func (p *rparser) result(t xml.StartElement, idx int) (boinc.Result, error) {
 	return r, nil
 }
 
+// maxUnixTime is 9999-12-31T23:59:59Z.
+const maxUnixTime = 253402300799
+
 // unixTime converts Unix seconds (possibly fractional) to a UTC time.
 func unixTime(f float64) time.Time {
 	if f <= 0 {
 		return time.Time{}
 	}
-	if f > 1<<40 { // far beyond any deadline; keep the conversion defined
-		f = 1 << 40
+	// Far beyond any deadline: clamp to the last second of year 9999,
+	// so that the time still marshals as RFC 3339 (JSON state, logs).
+	if f > maxUnixTime {
+		f = maxUnixTime
 	}
 	sec, frac := math.Modf(f)
 	return time.Unix(int64(sec), int64(frac*1e9)).UTC()

@@ -133,6 +133,17 @@ type Faults struct {
 	// a download is in progress. Not a counter: it applies to every input
 	// download that starts while it is set.
 	DownloadBytesPerSec int
+	// RewriteReply, when set, sees every scheduler reply about to be sent
+	// for a processed RPC (the jobs in it count as sent) and returns the
+	// body to send instead; rpc is the RPC's number (Stats.RPCs at the
+	// time). It is how tests play a hostile project: path traversal in
+	// names, XML bombs, absurd numbers, a million results. Not a counter:
+	// it stays until SetFaults replaces it, so the function keeps its own
+	// state to pick which replies to change. It runs on the handler's
+	// goroutine without the server's lock.
+	RewriteReply func(rpc int, reply []byte) []byte
+	// RewriteMaster, when set, likewise rewrites the master page.
+	RewriteMaster func(page []byte) []byte
 }
 
 const (

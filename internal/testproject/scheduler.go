@@ -144,8 +144,10 @@ func (s *Server) handleScheduler(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	s.stats.RPCs++
+	rpcN := s.stats.RPCs
 	s.stats.LastRequest = body
 	fault := s.takeRPCFaultLocked()
+	rewrite := s.faults.RewriteReply
 	s.mu.Unlock()
 
 	switch fault {
@@ -162,6 +164,12 @@ func (s *Server) handleScheduler(w http.ResponseWriter, r *http.Request) {
 	var reply []byte
 	if fault == faultNone {
 		reply = s.processRPC(body, readErr, base)
+		if rewrite != nil {
+			if out := rewrite(rpcN, reply); !bytes.Equal(out, reply) {
+				s.log.Info("testproject: scheduler reply rewritten (fault)", "rpc", rpcN, "bytes", len(out))
+				reply = out
+			}
+		}
 	} else {
 		// Faulted RPCs are not processed: the client must repeat them.
 		reply = s.noWorkReply(base, "")

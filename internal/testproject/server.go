@@ -371,9 +371,17 @@ func (s *Server) handleMaster(w http.ResponseWriter, r *http.Request) {
 	base := s.baseURL(r)
 	sched := xmlEscape(base + "cgi")
 	name := xmlEscape(s.cfg.Name)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	fmt.Fprintf(w, "<html><head>\n<title>%s</title>\n<link rel=\"boinc_scheduler\" href=\"%s\">\n</head><body>\n<!--\n<scheduler>%s</scheduler>\n-->\n<h1>%s</h1>\n</body></html>\n",
+	page := fmt.Appendf(nil, "<html><head>\n<title>%s</title>\n<link rel=\"boinc_scheduler\" href=\"%s\">\n</head><body>\n<!--\n<scheduler>%s</scheduler>\n-->\n<h1>%s</h1>\n</body></html>\n",
 		name, sched, sched, name)
+	s.mu.Lock()
+	rewrite := s.faults.RewriteMaster
+	s.mu.Unlock()
+	if rewrite != nil {
+		page = rewrite(page)
+		s.log.Info("testproject: master page rewritten (fault)")
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(page)
 }
 
 // handleDownload serves app and input files with Range support.
