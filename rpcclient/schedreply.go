@@ -185,7 +185,10 @@ func qname(n xml.Name) string {
 
 // skip consumes the rest of an element whose start tag was read.
 func (p *rparser) skip(name xml.Name) error {
-	stack := []xml.Name{name}
+	// Most skipped elements are shallow: a fixed array keeps the stack
+	// off the heap, so a flood of unknown elements allocates nothing.
+	var arr [8]xml.Name
+	stack := append(arr[:0], name)
 	for len(stack) > 0 {
 		tok, err := p.token()
 		if err != nil {
@@ -233,7 +236,8 @@ func (p *rparser) text(name xml.Name) (string, error) {
 // tags, and whether it had child elements.
 func (p *rparser) rawInner(name xml.Name) (string, bool, error) {
 	begin := p.d.InputOffset()
-	stack := []xml.Name{name}
+	var arr [8]xml.Name
+	stack := append(arr[:0], name)
 	nested := false
 	for {
 		end := p.d.InputOffset()
@@ -513,13 +517,14 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 			}
 		}
 	case "message":
+		// Past the limit messages are skipped, not fatal: they change no
+		// state.
+		if len(r.Messages) >= MaxReplyMessages {
+			return p.skip(t.Name)
+		}
 		var m Message
 		if m, err = p.message(t); err == nil {
-			// Past the limit messages are dropped, not fatal: they
-			// change no state.
-			if len(r.Messages) < MaxReplyMessages {
-				r.Messages = append(r.Messages, m)
-			}
+			r.Messages = append(r.Messages, m)
 		}
 	case "message_ack":
 		r.MessageAck, err = p.bool(t)
