@@ -19,6 +19,27 @@ type persistState struct {
 	failures  int       // failed attempts in this episode
 	nextTry   time.Time
 	lastError string
+	// removals wait for the commit of the changes batched before them.
+	removals []string
+}
+
+// removeAfterCommit deletes path once the changes batched so far are on
+// disk. A file whose record the batch drops or marks done (an uploaded
+// output, the files of an acked result) must outlive that commit: removed
+// before it, a crash in between leaves a state that still needs the file
+// (an upload that can never finish) with the file gone. The removal is
+// queued even when nothing is batched yet, because callers batch the
+// record change after asking for the removal; the next flush runs it.
+func (d *Daemon) removeAfterCommit(path string) {
+	d.persist.removals = append(d.persist.removals, path)
+}
+
+// removePending runs the removals whose changes are now committed.
+func (d *Daemon) removePending() {
+	for _, p := range d.persist.removals {
+		removeQuiet(p)
+	}
+	d.persist.removals = d.persist.removals[:0]
 }
 
 // flush commits the pending batch. While it fails (disk full, read-only
@@ -29,6 +50,7 @@ type persistState struct {
 // when writes work again.
 func (d *Daemon) flush() bool {
 	if d.batch.Len() == 0 {
+		d.removePending()
 		return true
 	}
 	now := time.Now()
@@ -38,12 +60,13 @@ func (d *Daemon) flush() bool {
 	}
 	err := d.store.Commit(&d.batch)
 	if err == nil {
+		d.removePending()
 		if ps.failing {
 			d.log.Info("state writes work again; resuming work",
 				slog.String("file", d.store.Path()),
 				slog.Int("failed_attempts", ps.failures),
 				slog.Duration("failing_for", now.Sub(ps.since).Round(time.Millisecond)))
-			*ps = persistState{}
+			*ps = persistState{removals: ps.removals}
 			d.flushFailing = false
 			// Clear the health warning now rather than at the next
 			// periodic check.
