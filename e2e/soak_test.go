@@ -441,6 +441,12 @@ func (a *soakAccount) waitDone(t *testing.T, d *daemonProc, timeout time.Duratio
 				st := p.Stats()
 				t.Errorf("%s: sent %d of %d, reported %v", p.cfg.Name, len(st.Sent), p.cfg.TotalJobs, st.Reported)
 			}
+			for _, l := range d.snapshot() {
+				if l.Msg == "upload failed; will retry" && strings.Contains(l.str("err"), "no such file") && a.serverHas(l.str("file")) {
+					t.Errorf("output %s was removed after its upload but before the commit that records the upload (daemon/xfer.go: use removeAfterCommit): the restart tries to upload a file that is gone", l.str("file"))
+					break
+				}
+			}
 			t.Fatalf("not done after %v; log:\n%s", timeout, d.tail(80))
 		}
 		time.Sleep(100 * time.Millisecond)
