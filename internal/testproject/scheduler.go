@@ -279,8 +279,9 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 		rb.line("<code_sign_key>")
 		rb.raw(s.sign.keyText)
 		rb.line("</code_sign_key>")
-	} else if s.sign != nil && normaliseKey(req.CodeSignKey) != normaliseKey(s.sign.keyText) {
-		// The client holds an earlier key: offer the current one, with
+	} else if s.sign != nil && s.rotated && normaliseKey(req.CodeSignKey) != normaliseKey(s.sign.keyText) {
+		// After RotateKey a client holding the earlier key is offered the
+		// current one (a client attached to some other server is not), with
 		// the rollover signature when RotateKey made one.
 		log.Info("testproject: client holds another code-signing key; sending the current one", "signed", s.rollSig != "")
 		rb.line("<code_sign_key>")

@@ -97,6 +97,7 @@ type Server struct {
 	// rollSig is <code_sign_key_signature> for sign's key, made with the
 	// previous key by RotateKey; "" when the key was swapped unsigned.
 	rollSig string
+	rotated bool // RotateKey was called
 	apps    []*appState
 	epoch   time.Time
 	prefix  string

@@ -87,6 +87,6 @@ func (s *Server) RotateKey(key *rsa.PrivateKey, signed bool) error {
 		}
 		apps = append(apps, st)
 	}
-	s.sign, s.rollSig, s.apps = ns, roll, apps
+	s.sign, s.rollSig, s.apps, s.rotated = ns, roll, apps, true
 	return nil
 }
