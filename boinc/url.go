@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // CanonicalMasterURL normalises a project URL the way the C++ client does
@@ -36,8 +37,10 @@ func CanonicalMasterURL(raw string) (string, error) {
 		path += "/"
 	}
 	out := u.Scheme + "://" + strings.ToLower(u.Host) + path
-	if u.RawQuery != "" {
-		out += "?" + u.RawQuery
+	// Trailing blanks would be trimmed off the result when it is read
+	// again, so they are not part of the canonical form.
+	if q := strings.TrimRightFunc(u.RawQuery, unicode.IsSpace); q != "" {
+		out += "?" + q
 	}
 	return out, nil
 }
