@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"errors"
 	"log/slog"
 	"math"
 	"os"
@@ -50,6 +51,7 @@ const maxRestartsWithoutCheckpoint = 100
 // was killed are stopped (they are restarted from their checkpoints under
 // our control), and slot directories that no task owns are removed.
 func (d *Daemon) recoverTasks() {
+	d.applyAppPolicy()
 	owned := map[int]bool{}
 	for _, r := range d.st.results {
 		if r.Slot >= 0 && r.Phase == boinc.PhaseComputing {
@@ -119,6 +121,12 @@ func (d *Daemon) freeSlot() int {
 }
 
 func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
+	// A config reload may have changed the policy; while no app may start
+	// the task stays queued as it is: nothing is failed or lost.
+	d.applyAppPolicy()
+	if d.runner.AppsBlocked() != nil {
+		return
+	}
 	log := d.taskLog(r)
 	p := d.st.projects[r.ProjectURL]
 	v := d.st.versionOf(r)
@@ -178,6 +186,12 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		spec.GPUType, spec.GPUDevices, spec.GPUUsage = rsc.String(), append([]int(nil), gpus...), ngpus
 	}
 	slot, pid, err := d.runner.Start(d.ctx, spec)
+	if errors.Is(err, taskrunner.ErrRootRefused) || errors.Is(err, taskrunner.ErrAppUser) {
+		// The policy, not the task, is at fault: it keeps its slot and
+		// starts once the policy allows.
+		log.Error("cannot start task", slog.Any("err", err))
+		return
+	}
 	if err != nil {
 		log.Error("cannot start task", slog.Any("err", err))
 		d.taskFailed(r, boinc.PhaseComputeError, boinc.ErrResultStart, "couldn't start: "+err.Error(), now)
@@ -417,4 +431,58 @@ func (d *Daemon) checkDeadlinesOfDownloads(now time.Time) {
 			d.abortTask(r, boinc.ExitAbortedByClient, "deadline passed before the task's files were downloaded", now)
 		}
 	}
+}
+
+// Health warnings of the app policy (the names boincd status and the
+// metrics show).
+const (
+	healthAppsRefusedRoot = "apps_refused_root"
+	healthAppUserUnusable = "app_user_unusable"
+)
+
+// appPolicy is the account policy the config asks for.
+func (d *Daemon) appPolicy() taskrunner.AppPolicy {
+	if d.cfg == nil {
+		return taskrunner.AppPolicy{}
+	}
+	return taskrunner.AppPolicy{AppUser: d.cfg.AppUser, AllowRoot: d.cfg.AllowRootApps}
+}
+
+// applyAppPolicy hands the config's app policy to the runner when it
+// changed (at start and after a reload) and logs the outcome once.
+func (d *Daemon) applyAppPolicy() {
+	p := d.appPolicy()
+	if cur, set := d.runner.AppPolicy(); set && cur == p {
+		return
+	}
+	err := d.runner.SetAppPolicy(p)
+	name, msg := d.appPolicyProblem()
+	switch {
+	case name != "":
+		d.log.Error(msg, slog.String("warning", name))
+	case err != nil:
+		d.log.Error("science apps cannot be started", slog.Any("err", err))
+	case p.AppUser != "":
+		d.log.Info("science apps run as app_user", slog.String("user", p.AppUser))
+	case p.AllowRoot && os.Geteuid() == 0:
+		d.log.Warn("science apps run as root (allow_root_apps = true)")
+	}
+}
+
+// appPolicyProblem is the health warning (name and message) that says
+// why no science app is started, or "" when apps may start.
+func (d *Daemon) appPolicyProblem() (name, msg string) {
+	if d.runner == nil {
+		return "", ""
+	}
+	err := d.runner.AppsBlocked()
+	switch {
+	case err == nil:
+		return "", ""
+	case errors.Is(err, taskrunner.ErrRootRefused):
+		return healthAppsRefusedRoot, err.Error() + "; tasks stay queued until then"
+	case errors.Is(err, taskrunner.ErrAppUser):
+		return healthAppUserUnusable, err.Error() + "; tasks stay queued until it is fixed"
+	}
+	return "", ""
 }
