@@ -241,8 +241,9 @@ func (c *Config) validate() error {
 		if p.Authenticator == "" && p.AuthenticatorFile == "" {
 			return fmt.Errorf("%s: project %s: no authenticator (account key) or authenticator_file", at, canon)
 		}
-		if p.ResourceShare < 0 {
-			return fmt.Errorf("%s: project %s: resource_share %g is negative", at, canon, p.ResourceShare)
+		// Written so NaN fails too; a share beyond 1e9 is a typo.
+		if !(p.ResourceShare >= 0 && p.ResourceShare <= 1e9) {
+			return fmt.Errorf("%s: project %s: resource_share %g: want a number in [0, 1e9]", at, canon, p.ResourceShare)
 		}
 		if p.ResourceShare == 0 {
 			p.ResourceShare = 100
@@ -267,7 +268,7 @@ func (c *Config) validate() error {
 		{"net_end_hour", c.Prefs.NetEndHour, 0, 24},
 	}
 	for _, ck := range checks {
-		if ck.v != nil && (*ck.v < ck.min || *ck.v > ck.max) {
+		if ck.v != nil && !(*ck.v >= ck.min && *ck.v <= ck.max) { // NaN fails too
 			return fmt.Errorf("%s: prefs.%s = %g is outside [%g, %g]", c.where(c.lineOf(ck.name)), ck.name, *ck.v, ck.min, ck.max)
 		}
 	}

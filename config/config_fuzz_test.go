@@ -28,6 +28,9 @@ func FuzzParse(f *testing.F) {
 		"[prefs]\nstart_hour = 24\nend_hour = 0\nrun_if_user_active = false\n",
 		"[prefs]\nwork_buf_min_days = 1e-300\n",
 		"[[project]]\nurl = \"http://a/\"\nauthenticator = \"k\"\nresource_share = 1e308\n",
+		// Found by fuzzing: NaN and infinite numbers used to pass the range checks.
+		"[prefs]\nwork_buf_min_days = nan\n",
+		"[[project]]\nurl=\"http://a/\"\nauthenticator=\"k\"\nresource_share = inf\n",
 		"data_dir = \n", "[prefs]\nwork_buf_mni_days = 1\n", "a.b.c = 1\n[a]\n", "\"\"\"\n",
 	} {
 		f.Add([]byte(s))

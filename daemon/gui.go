@@ -54,7 +54,7 @@ func (d *Daemon) startGUIRPC(ctx context.Context) {
 	if addr == "" || addr == "off" {
 		return
 	}
-	pass, err := guirpc.LoadOrCreatePassword(d.opt.DataDir)
+	pass, err := guirpc.OpenPassword(d.opt.DataDir, d.log)
 	if err != nil {
 		d.log.Error("GUI RPC disabled: cannot read or create the password file", slog.Any("err", err))
 		return

@@ -116,6 +116,9 @@ func (d *Daemon) checkHealth(now time.Time) {
 	if stuck > 0 {
 		want[HealthXferBackedOff] = fmt.Sprintf("%d file transfers have been failing for more than %s", stuck, xferBackedOffLong)
 	}
+	if name, msg := d.appPolicyProblem(); name != "" {
+		want[name] = msg
+	}
 	if msg := d.noGPUProblem(); msg != "" {
 		want[HealthNoGPU] = msg
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/metrics"
 	"github.com/boincd/boincd/taskrunner"
 	"github.com/boincd/boincd/workfetch"
 )
@@ -436,8 +437,8 @@ func (d *Daemon) checkDeadlinesOfDownloads(now time.Time) {
 // Health warnings of the app policy (the names boincd status and the
 // metrics show).
 const (
-	healthAppsRefusedRoot = "apps_refused_root"
-	healthAppUserUnusable = "app_user_unusable"
+	healthAppsRefusedRoot = metrics.HealthAppsRefusedRoot
+	healthAppUserUnusable = metrics.HealthAppUserUnusable
 )
 
 // appPolicy is the account policy the config asks for.

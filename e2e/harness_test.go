@@ -542,6 +542,8 @@ const accountKey = "e2e-account-key"
 func (c configSpec) toml() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "drop_results_on_detach = %v\n", c.dropResultsOnDetach)
+	// CI runs the tests as root; privilege_test.go covers the refusal.
+	b.WriteString("allow_root_apps = true\n")
 	if c.diskInterval > 0 {
 		fmt.Fprintf(&b, "\n[prefs]\ndisk_interval = %g\n", c.diskInterval)
 	}

@@ -110,6 +110,8 @@ boincd_suspended{activity="network",reason="none"} 0
 			want: `
 # HELP boincd_health_warning 1 while the named health warning is in force, 0 otherwise.
 # TYPE boincd_health_warning gauge
+boincd_health_warning{name="app_user_unusable"} 0
+boincd_health_warning{name="apps_refused_root"} 0
 boincd_health_warning{name="clock_jump"} 1
 boincd_health_warning{name="custom_warning"} 1
 boincd_health_warning{name="disk_limit_reached"} 0

@@ -307,12 +307,17 @@ const (
 	// HealthStateWriteFailed: the last attempt to persist the client
 	// state failed.
 	HealthStateWriteFailed = "state_write_failed"
+	// HealthAppsRefusedRoot: boincd runs as root without app_user or
+	// allow_root_apps, so it starts no science app.
+	HealthAppsRefusedRoot = "apps_refused_root"
+	// HealthAppUserUnusable: app_user is set but cannot be switched to.
+	HealthAppUserUnusable = "app_user_unusable"
 )
 
 var knownHealthWarnings = [...]string{
 	HealthNoProjects, HealthNoGPUFound, HealthProjectBackedOff,
 	HealthTransferBackedOff, HealthDiskLimitReached, HealthClockJump,
-	HealthStateWriteFailed,
+	HealthStateWriteFailed, HealthAppsRefusedRoot, HealthAppUserUnusable,
 }
 
 // KnownHealthWarnings returns the Health* names in a stable order.
