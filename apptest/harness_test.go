@@ -101,6 +101,8 @@ func startProject(t *testing.T, app testproject.App, cmdline string) *testprojec
 func daemonConfig(srv *testproject.Server, diskInterval float64) *config.Config {
 	cfg := config.Default()
 	cfg.Projects = []config.Project{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 100}}
+	// CI runs as root; the refusal of root apps has its own tests.
+	cfg.AllowRootApps = true
 	noCPUSuspend := 0.0
 	cfg.Prefs.SuspendCPUUsage = &noCPUSuspend
 	if diskInterval > 0 {

@@ -369,12 +369,21 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("BOINCD_LOG_LEVEL", &c.Log.Level)
 	str("BOINCD_LOG_FORMAT", &c.Log.Format)
 	str("BOINCD_APP_USER", &c.AppUser)
-	if v := getenv("BOINCD_ALLOW_ROOT_APPS"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("environment BOINCD_ALLOW_ROOT_APPS=%q: want true or false", v)
+	for _, e := range []struct {
+		name string
+		dst  *bool
+	}{
+		{"BOINCD_ALLOW_ROOT_APPS", &c.AllowRootApps},
+		{"BOINCD_UNSIGNED_APPS_OK", &c.UnsignedAppsOK},
+		{"BOINCD_GUI_RPC_ALLOW_REMOTE", &c.GUIRPC.AllowRemote},
+	} {
+		if v := getenv(e.name); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("environment %s=%q: want true or false", e.name, v)
+			}
+			*e.dst = b
 		}
-		c.AllowRootApps = b
 	}
 	if v := getenv("BOINCD_METRICS_ADDRESS"); v != "" {
 		// Naming an address is asking for the endpoint.

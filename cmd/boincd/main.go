@@ -93,6 +93,7 @@ Run "boincd run --help" for the daemon's flags.
 type runFlags struct {
 	dir, configPath      string
 	guiRPCPort           int
+	guiRPCPortSet        bool // --gui_rpc_port given (0 = any free port)
 	allowRemoteGUIRPC    bool
 	noGPUs, exitWhenIdle bool
 	skipBenchmarks       bool
@@ -134,16 +135,28 @@ func runDaemon(args []string, stderr io.Writer) int {
 	if cfgPath == "" {
 		cfgPath = filepath.Join(f.dir, config.FileName)
 	}
-	getenv := os.Getenv
+	fs.Visit(func(fl *flag.Flag) { f.guiRPCPortSet = f.guiRPCPortSet || fl.Name == "gui_rpc_port" })
+	// Flags that change the config go in as environment overrides, so
+	// they also hold for the config the daemon reads itself and re-reads
+	// on SIGHUP.
+	flagEnv := map[string]string{}
 	if f.allowRootApps {
-		// Through the environment overrides, so the flag also holds for
-		// the config the daemon reads itself and re-reads on SIGHUP.
-		getenv = func(k string) string {
-			if k == "BOINCD_ALLOW_ROOT_APPS" {
-				return "true"
-			}
-			return os.Getenv(k)
+		flagEnv["BOINCD_ALLOW_ROOT_APPS"] = "true"
+	}
+	if f.unsignedAppsOK {
+		flagEnv["BOINCD_UNSIGNED_APPS_OK"] = "true"
+	}
+	if f.allowRemoteGUIRPC {
+		flagEnv["BOINCD_GUI_RPC_ALLOW_REMOTE"] = "true"
+	}
+	if f.guiRPCPortSet {
+		flagEnv["BOINCD_GUI_RPC_ADDRESS"] = fmt.Sprintf("127.0.0.1:%d", f.guiRPCPort)
+	}
+	getenv := func(k string) string {
+		if v, ok := flagEnv[k]; ok {
+			return v
 		}
+		return os.Getenv(k)
 	}
 	cfg, err := config.Load(cfgPath, f.configPath == "", getenv)
 	if err != nil {
@@ -155,15 +168,6 @@ func runDaemon(args []string, stderr io.Writer) int {
 	}
 	if f.logFormat != "" {
 		cfg.Log.Format = f.logFormat
-	}
-	if f.guiRPCPort != 0 {
-		cfg.GUIRPC.Address = fmt.Sprintf("127.0.0.1:%d", f.guiRPCPort)
-	}
-	if f.unsignedAppsOK {
-		cfg.UnsignedAppsOK = true
-	}
-	if f.allowRemoteGUIRPC {
-		cfg.GUIRPC.AllowRemote = true
 	}
 	logger := newLogger(stderr, cfg.Log)
 	dir := f.dir
