@@ -191,7 +191,7 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 	}
 	spec := rpcclient.DownloadSpec{
 		URLs: f.DownloadURLs, StartURL: f.Xfer.URLIndex, Path: path,
-		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: int64(f.NBytes),
+		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: downloadCap(f),
 	}
 	var keyText, sigText string
 	checkSig := f.SignatureRequired
@@ -212,6 +212,23 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 		}
 		d.send(xferDone{key: key, urlIndex: int(idx), bytes: spec.NBytes, err: err})
 	}()
+}
+
+// maxUnsizedDownload bounds a download whose file_info gives neither
+// <nbytes> nor <max_nbytes>: without it such a server could fill the disk.
+const maxUnsizedDownload = 1 << 30
+
+// downloadCap is the most a download may write: the announced size, else
+// the announced maximum, else maxUnsizedDownload. rpcclient reads at most
+// one byte past it and then rejects the file.
+func downloadCap(f *boinc.FileInfo) int64 {
+	switch {
+	case f.NBytes > 0:
+		return int64(f.NBytes)
+	case f.MaxNBytes > 0:
+		return int64(f.MaxNBytes)
+	}
+	return maxUnsizedDownload
 }
 
 // verifyRetries is how many times a download that arrived corrupt (MD5 or

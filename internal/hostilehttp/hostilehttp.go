@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -296,4 +297,44 @@ func (l *LyingUploadHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // sending one is not stuck before it reads the reply.
 func drain(r *http.Request) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<20))
+}
+
+// Mangle serves a hostile version of what Next would serve: Next's full
+// body (any Range request header removed) is handed to Bad, which returns
+// the handler that serves it, e.g. a WrongLength or Drip over the real
+// file, so a client can be checked to resume or reject the real bytes.
+type Mangle struct {
+	Next http.Handler
+	Bad  func(body []byte) http.Handler
+}
+
+func (m Mangle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	full := r.Clone(r.Context())
+	full.Header.Del("Range")
+	m.Next.ServeHTTP(rec, full)
+	if rec.Code != http.StatusOK {
+		w.WriteHeader(rec.Code)
+		return
+	}
+	m.Bad(rec.Body.Bytes()).ServeHTTP(w, r)
+}
+
+// Toggle serves with Bad until Heal is called, then with Good: a server
+// that misbehaves until its operator fixes it.
+type Toggle struct {
+	Bad    http.Handler
+	Good   http.Handler
+	healed atomic.Bool
+}
+
+// Heal switches every later request to Good.
+func (t *Toggle) Heal() { t.healed.Store(true) }
+
+func (t *Toggle) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if t.healed.Load() {
+		t.Good.ServeHTTP(w, r)
+		return
+	}
+	t.Bad.ServeHTTP(w, r)
 }
