@@ -208,7 +208,7 @@ func ongoing(d *daemonProc, key, end string, begin ...string) bool {
 // across the runs.
 type soakAccount struct {
 	projects []*project
-	// persisted: results seen in a state file after some kill, or named
+	// persisted: results (project URL + NUL + name, as Result.Key) seen in a state file after some kill, or named
 	// in some run's log (the client acts only on what it committed).
 	persisted map[string]bool
 	// windows counts, per result, the kills after which the server had
@@ -231,7 +231,7 @@ func newSoakAccount(projects []*project) *soakAccount {
 func (a *soakAccount) noteLog(d *daemonProc) {
 	for _, l := range d.snapshot() {
 		if name := l.str("task"); name != "" {
-			a.persisted[name] = true
+			a.persisted[l.str("project")+"\x00"+name] = true
 		}
 	}
 }
@@ -247,14 +247,14 @@ func (a *soakAccount) afterKill(t *testing.T, run int, dir string, d *daemonProc
 	}
 	inState := map[string]bool{}
 	for _, r := range snap.Results {
-		inState[r.Name] = true
-		a.persisted[r.Name] = true
+		inState[r.Key()] = true
+		a.persisted[r.Key()] = true
 	}
 	for _, p := range a.projects {
 		st := p.Stats()
 		for name, n := range st.Reported {
-			if n > 0 && inState[name] {
-				a.windows[name]++
+			if k := p.URL() + "\x00" + name; n > 0 && inState[k] {
+				a.windows[k]++
 			}
 		}
 		for _, j := range st.Jobs {
@@ -392,10 +392,10 @@ func onlyDoneResultsUse(snap *statefile.Snapshot, f *boinc.FileInfo) bool {
 
 // unreceived lists the results a server sent that the client never saved:
 // the kill came between the server's reply and the client's commit.
-func (a *soakAccount) unreceived(st testproject.Stats) []string {
+func (a *soakAccount) unreceived(p *project, st testproject.Stats) []string {
 	var out []string
 	for _, name := range st.Sent {
-		if st.Reported[name] == 0 && !a.persisted[name] {
+		if st.Reported[name] == 0 && !a.persisted[p.URL()+"\x00"+name] {
 			out = append(out, name)
 		}
 	}
@@ -418,7 +418,7 @@ func (a *soakAccount) waitDone(t *testing.T, d *daemonProc, timeout time.Duratio
 				done = false
 			}
 			for _, name := range st.Sent {
-				if st.Reported[name] == 0 && a.persisted[name] {
+				if st.Reported[name] == 0 && a.persisted[p.URL()+"\x00"+name] {
 					done = false
 				}
 			}
@@ -464,14 +464,14 @@ func (a *soakAccount) check(t *testing.T) (reported, dups, explained, lost, notR
 		for _, e := range st.Errors {
 			t.Errorf("%s saw a protocol error: %s", p.cfg.Name, e)
 		}
-		notReceived += len(a.unreceived(st))
+		notReceived += len(a.unreceived(p, st))
 		out := soakOutput(p)
 		names := slices.Clone(st.Sent)
 		slices.Sort(names)
 		for _, name := range names {
-			n := st.Reported[name]
+			n, k := st.Reported[name], p.URL()+"\x00"+name
 			if n == 0 {
-				if a.persisted[name] {
+				if a.persisted[k] {
 					lost++
 					t.Errorf("result %s was saved by the client but never reported", name)
 				}
@@ -480,9 +480,9 @@ func (a *soakAccount) check(t *testing.T) (reported, dups, explained, lost, notR
 			reported++
 			if n > 1 {
 				dups += n - 1
-				explained += min(n-1, a.windows[name])
-				if n-1 > a.windows[name] {
-					t.Errorf("result %s reported %d times; only %d kills came between its report and the saved ack", name, n, a.windows[name])
+				explained += min(n-1, a.windows[k])
+				if n-1 > a.windows[k] {
+					t.Errorf("result %s reported %d times; only %d kills came between its report and the saved ack", name, n, a.windows[k])
 				}
 			}
 			rr := st.ReportedResults[name]
