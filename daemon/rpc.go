@@ -691,7 +691,7 @@ func (d *Daemon) gcFiles(projectURL string) {
 		}
 		delete(d.st.files, k)
 		d.batch.DeleteFile(k)
-		removeQuiet(d.filePath(f))
+		d.removeAfterCommit(d.filePath(f))
 	}
 }
 

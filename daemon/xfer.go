@@ -255,8 +255,10 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 			d.counters(f.ProjectURL).bytesUp += ev.bytes
 			log.Info("finished upload")
 			// The server has the bytes; the local copy has no further use.
+			// Only once "uploaded" is committed: a crash in between
+			// would leave a state that still needs the file.
 			if !f.Sticky {
-				_ = os.Remove(d.filePath(f))
+				d.removeAfterCommit(d.filePath(f))
 			}
 		} else {
 			f.Status = boinc.FilePresent
