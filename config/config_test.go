@@ -22,6 +22,8 @@ func TestParseErrors(t *testing.T) {
 		{"range", "[prefs]\nmax_ncpus_pct = 150\n", "x.toml:2: prefs.max_ncpus_pct = 150"},
 		{"both keys", "[[project]]\nurl=\"http://a/\"\nauthenticator=\"k\"\nauthenticator_file=\"f\"\n", "not both"},
 		{"level", "[log]\nlevel = \"loud\"\n", "x.toml:2: log.level"},
+		{"ca bundle relative", "ca_bundle = \"ca.pem\"\n", "x.toml:1: ca_bundle \"ca.pem\": want an absolute path"},
+		{"ca bundle missing", "ca_bundle = \"/nonexistent/ca.pem\"\n", "x.toml:1: ca_bundle \"/nonexistent/ca.pem\": not a readable regular file"},
 		{"nan pref", "[prefs]\nwork_buf_min_days = nan\n", "x.toml:2: prefs.work_buf_min_days = NaN"},
 		{"infinite share", "[[project]]\nurl = \"http://a/\"\nauthenticator = \"k\"\nresource_share = inf\n", "resource_share +Inf"},
 		{"metrics not loopback", "[metrics]\nenabled = true\naddress = \"0.0.0.0:9464\"\n", "x.toml:3: metrics.address \"0.0.0.0:9464\" is not loopback"},

@@ -303,9 +303,14 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 
 	d.initHost(runCtx, snap.Meta)
+	roots, err := rpcclient.LoadCABundle(cfg.CABundle)
+	if err != nil {
+		return fmt.Errorf("ca_bundle: %w", err)
+	}
 	d.http = rpcclient.New(rpcclient.Options{
 		Logger:       d.opt.Logger.With(slog.String("component", "http")),
 		StallTimeout: d.opt.HTTPStallTimeout,
+		RootCAs:      roots,
 	})
 	d.runner, err = taskrunner.NewRunner(taskrunner.Config{
 		DataDir:   d.opt.DataDir,

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -312,4 +313,32 @@ func TestUntrustedTLSProject(t *testing.T) {
 	if tp.Stats().RPCs != 0 {
 		t.Errorf("the untrusted server got %d scheduler RPCs", tp.Stats().RPCs)
 	}
+}
+
+// The same https project, its certificate in ca_bundle: the whole job
+// cycle runs over verified TLS.
+func TestTLSProjectWithCABundle(t *testing.T) {
+	t.Parallel()
+	tp, err := testproject.New(testproject.Config{
+		Apps: []testproject.App{testproject.DefaultApp()}, TotalJobs: 1, RequestDelay: -1,
+		Job: testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 100},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewTLSServer(tp.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		tp.Close()
+	})
+	bundle := filepath.Join(t.TempDir(), "ca.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(bundle, pemBytes, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.CABundle = bundle
+	cfg.Projects = []config.Project{{URL: srv.URL + "/", Authenticator: "k", ResourceShare: 100}}
+	startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
+	waitFor(t, testLimit, "the task reported over TLS", func() bool { return len(tp.Stats().Acked) == 1 })
 }

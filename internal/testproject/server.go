@@ -363,6 +363,10 @@ func (s *Server) baseURL(r *http.Request) string {
 	if u != "" {
 		return u
 	}
+	if r.TLS != nil {
+		// Served behind httptest.NewTLSServer: the URLs it hands out stay https.
+		return "https://" + r.Host + "/"
+	}
 	return "http://" + r.Host + "/"
 }
 
