@@ -45,13 +45,15 @@ func onJobReply(k int, rewrite func(reply string) string) func(int, []byte) []by
 }
 
 // sub replaces the first match of re's group 1 (or the whole match when
-// re has no group) with repl.
+// re has no group) with repl. A pattern that no longer matches the test
+// project's reply makes the case meaningless: it panics with errNoMatch,
+// which TestHostileReplies recovers and reports as the case's failure.
 func sub(re, repl string) func(string) string {
 	rx := regexp.MustCompile(re)
 	return func(s string) string {
 		m := rx.FindStringSubmatchIndex(s)
 		if m == nil {
-			panic("hostile rewrite: no match for " + re)
+			panic(errNoMatch(re))
 		}
 		a, b := m[0], m[1]
 		if len(m) >= 4 {
@@ -61,12 +63,17 @@ func sub(re, repl string) func(string) string {
 	}
 }
 
+// errNoMatch is the panic of a rewrite whose pattern finds nothing.
+type errNoMatch string
+
+func (e errNoMatch) Error() string { return "hostile rewrite: no match for " + string(e) }
+
 // subAll replaces every match of re's group 1 with repl.
 func subAll(re, repl string) func(string) string {
 	rx := regexp.MustCompile(re)
 	return func(s string) string {
 		if !rx.MatchString(s) {
-			panic("hostile rewrite: no match for " + re)
+			panic(errNoMatch(re))
 		}
 		return rx.ReplaceAllStringFunc(s, func(m string) string {
 			sm := rx.FindStringSubmatch(m)
@@ -259,8 +266,21 @@ func TestHostileReplies(t *testing.T) {
 			t.Parallel()
 			outside := t.TempDir() // must stay empty
 			var hostileAt time.Time
+			var miss error // a rewrite pattern that matched nothing
 			var mu sync.Mutex
-			rw := onJobReply(2, func(reply string) string {
+			rw := onJobReply(2, func(reply string) (out string) {
+				defer func() {
+					if r := recover(); r != nil {
+						e, ok := r.(errNoMatch)
+						if !ok {
+							panic(r)
+						}
+						mu.Lock()
+						miss = e
+						mu.Unlock()
+						out = reply
+					}
+				}()
 				mu.Lock()
 				hostileAt = time.Now()
 				mu.Unlock()
@@ -276,8 +296,11 @@ func TestHostileReplies(t *testing.T) {
 			var verdict logRecord
 			waitFor(t, testLimit, "the hostile reply to be refused", func() bool {
 				mu.Lock()
-				sent := hostileAt
+				sent, missed := hostileAt, miss
 				mu.Unlock()
+				if missed != nil {
+					t.Fatalf("the case never reached the daemon: %v", missed)
+				}
 				if len(tc.failErr) == 0 && tc.msg == "" {
 					// Accepted: the reply was applied.
 					for _, r := range h.logs.find("scheduler request completed", "project", hostile.URL()) {

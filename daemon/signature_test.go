@@ -92,7 +92,7 @@ func TestAppSignatureRefused(t *testing.T) {
 				t.Errorf("no log record mentions %q", tc.logText)
 			}
 			// The app file is gone: nothing with that signature can run.
-			matches, _ := filepath.Glob(filepath.Join(hs.dataDir, "projects", "*", "refapp_*"))
+			matches, _ := filepath.Glob(filepath.Join(hs.dataDir, "projects", "*", "refapp_[0-9]*"))
 			if len(matches) != 0 {
 				t.Errorf("refused app files left on disk: %v", matches)
 			}
