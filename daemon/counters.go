@@ -54,9 +54,5 @@ func rpcOutcome(err error) string {
 	case errors.As(err, &serr), errors.As(err, &nerr), errors.Is(err, context.DeadlineExceeded):
 		return RPCNetworkError
 	}
-	var oerr *net.OpError
-	if errors.As(err, &oerr) {
-		return RPCNetworkError
-	}
 	return RPCReplyError
 }

@@ -279,8 +279,11 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 		st.DiskUsage.Projects = append(st.DiskUsage.Projects, guirpc.ProjectDisk{URL: p.MasterURL, Bytes: pi.DiskUsage})
 	}
 	st.DiskUsage.Total, st.DiskUsage.Free = d.host.DTotal, d.host.DFree
-	st.DiskUsage.Boinc = max(dirSize(d.opt.DataDir)-projUse, 0)
-	st.DiskUsage.Allowed = d.host.DTotal * d.prefs.DiskMaxUsedPct / 100
+	used := dirSize(d.opt.DataDir)
+	st.DiskUsage.Boinc = max(used-projUse, 0)
+	// The same rule the disk_limit_reached warning and work fetch use.
+	st.DiskUsage.Allowed = min(d.host.DTotal, diskAllowed(d.host.DTotal, d.host.DFree, used,
+		prefsView{d.prefs.DiskMaxUsedGB, d.prefs.DiskMaxUsedPct, d.prefs.DiskMinFreeGB}))
 
 	for _, a := range sortedValues(d.st.apps, func(a *boinc.App) string { return a.Key() }) {
 		st.Apps = append(st.Apps, *a)
