@@ -53,6 +53,12 @@ func TestDemoAppEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(e.slotPath(slot, "stderr.txt"))
+			t.Logf("app stderr:\n%s\nlast status: %+v", b, e.runner.Poll(time.Now()))
+		}
+	})
 	noEvent := func() {
 		t.Helper()
 		select {
@@ -112,8 +118,11 @@ func TestDemoAppEndToEnd(t *testing.T) {
 	if ckpt.CheckpointCPUTime <= 0 || ckpt.FractionDone <= 0 || ckpt.CPUTime < ckpt.CheckpointCPUTime {
 		t.Fatalf("checkpoint status %+v", ckpt)
 	}
-	if processCPU(t, pid) < 0.2 {
-		t.Fatal("resumed app did not compute")
+	// Compared with its CPU time at the end of the suspension, not with a
+	// fixed amount: on a loaded machine a second of wall time may bring
+	// the app only a fraction of a CPU second.
+	if c3 := processCPU(t, pid); c3 <= c2 {
+		t.Fatalf("resumed app did not compute: %.2f s CPU, %.2f s when suspended", c3, c2)
 	}
 	if err := e.runner.Quit(key); err != nil {
 		t.Fatal(err)
@@ -152,6 +161,11 @@ func TestDemoAppEndToEnd(t *testing.T) {
 		t.Fatalf("init_data.xml lacks %s", want)
 	}
 	pid = pid2
+	// Progress made after the last checkpoint is lost by the quit, as in
+	// BOINC: the restarted run reports from the checkpoint on, so each run
+	// is checked for going forward on its own.
+	beforeQuit := fractions
+	fractions = nil
 	var final Event
 	waitFor(t, "the restarted task to finish", 60*time.Second, func() bool {
 		select {
@@ -164,7 +178,11 @@ func TestDemoAppEndToEnd(t *testing.T) {
 			if s.CPUTime < x.CheckpointCPUTime {
 				t.Fatalf("restarted CPU time %v below the checkpoint's %v", s.CPUTime, x.CheckpointCPUTime)
 			}
-			if s.FractionDone > 0 && s.FractionDone != fractions[len(fractions)-1] {
+			// Until the app's first report the runner shows the fraction
+			// carried over from the quit; the app's own start from its
+			// checkpoint may be lower.
+			carried := len(fractions) == 0 && s.FractionDone == x.FractionDone
+			if s.FractionDone > 0 && !carried && (len(fractions) == 0 || s.FractionDone != fractions[len(fractions)-1]) {
 				fractions = append(fractions, s.FractionDone)
 			}
 		}
@@ -176,13 +194,15 @@ func TestDemoAppEndToEnd(t *testing.T) {
 		t.Fatalf("final: %+v", fx)
 	}
 	fractions = append(fractions, fx.FractionDone)
-	for i := 1; i < len(fractions); i++ {
-		if fractions[i] < fractions[i-1] {
-			t.Fatalf("fraction done went backwards: %v", fractions)
+	for _, run := range [][]float64{beforeQuit, fractions} {
+		for i := 1; i < len(run); i++ {
+			if run[i] < run[i-1] {
+				t.Fatalf("fraction done went backwards: before the quit %v, after the restart %v", beforeQuit, fractions)
+			}
 		}
 	}
-	if len(fractions) < 2 || fx.FractionDone != 1 {
-		t.Fatalf("fractions %v", fractions)
+	if len(beforeQuit) < 1 || len(fractions) < 1 || fx.FractionDone != 1 {
+		t.Fatalf("fractions: before the quit %v, after the restart %v", beforeQuit, fractions)
 	}
 	if !strings.Contains(fx.Stderr, "demoapp: resumed from checkpoint at") || !strings.Contains(fx.Stderr, "demoapp: done") {
 		t.Fatalf("stderr:\n%s", fx.Stderr)
