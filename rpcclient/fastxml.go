@@ -79,7 +79,9 @@ var knownNames = func() map[string]string {
 		"result", "wu_name", "report_deadline", "copy_file", "result_ack", "message", "plan_class", "api_version",
 		"priority", "team_name", "userid", "teamid", "host_venue", "next_rpc_delay", "global_preferences",
 		"dont_use_dcf", "coproc", "type", "count", "optional", "report_immediately", "sticky", "download_url",
-		"upload_url", "result_abort", "result_abort_if_not_started", "delete_file_info", "no_rsc_apps"} {
+		"upload_url", "result_abort", "result_abort_if_not_started", "delete_file_info", "no_rsc_apps",
+		"gui_urls", "gui_url", "description", "rss_feeds", "rss_feed", "poll_interval", "external_cpid",
+		"non_cpu_intensive", "fraction_done_exact"} {
 		m[n] = n
 	}
 	return m
@@ -233,12 +235,21 @@ func xmlChar(r rune) bool {
 }
 
 // unescapeEntities decodes the predefined entities and character
-// references; anything else is unsupported.
+// references. A '&' that starts no reference at all (a name not closed by
+// ';', as in the news-feed URL of the gui_urls.xml every make_project
+// installs: "notices.php?userid=1&auth=...") is kept as text, which is what
+// the C++ client's xml_unescape and encoding/xml in non-strict mode both do.
+// Anything else unusual is unsupported and goes to encoding/xml.
 func unescapeEntities(out, raw []byte) ([]byte, bool) {
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if c != '&' {
 			out = append(out, c)
+			continue
+		}
+		if k, bare := bareAmpersand(raw, i); bare {
+			out = append(out, raw[i:k]...)
+			i = k - 1
 			continue
 		}
 		j := i + 1
@@ -280,6 +291,29 @@ func unescapeEntities(out, raw []byte) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// bareAmpersand reports whether the '&' at raw[i] is followed by a name
+// that is not closed by ';' (so it is plain text), and where that name
+// ends. A name ending in a non-ASCII byte is left undecided (false).
+func bareAmpersand(raw []byte, i int) (int, bool) {
+	k := i + 1
+	if k >= len(raw) || !nameStart(raw[k]) {
+		return 0, false
+	}
+	for k < len(raw) && nameByte(raw[k]) {
+		k++
+	}
+	if k < len(raw) && (raw[k] == ';' || raw[k] >= 0x80) {
+		return 0, false
+	}
+	return k, true
+}
+
+func nameStart(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == ':'
+}
+
+func nameByte(c byte) bool { return nameStart(c) || c >= '0' && c <= '9' || c == '-' || c == '.' }
 
 func (z *fastTokenizer) cdata() (xml.Token, error) {
 	z.pos += len("<![CDATA[")

@@ -66,6 +66,9 @@ type SchedulerReply struct {
 	ResultAbortsIfNotStarted []string
 	DeleteFileInfos          []string
 	Messages                 []Message
+	// GUIURLs is the content of <gui_urls> as the server wrote it: the
+	// project's web links that BOINC Manager shows.
+	GUIURLs string
 
 	ProjectIsDown    bool
 	Ended            bool
@@ -105,6 +108,7 @@ func ParseSchedulerReply(data []byte) (*SchedulerReply, error) {
 	if !bytes.Contains(src, replyEndTag) {
 		return nil, errors.New("scheduler reply: no </scheduler_reply> end tag (truncated reply)")
 	}
+	src = escapeOpaque(src)
 	if err := checkMarkup(src); err != nil {
 		return nil, fmt.Errorf("scheduler reply: %w", err)
 	}
@@ -128,6 +132,10 @@ func parseFast(src []byte) (*SchedulerReply, error) {
 func parseStd(src []byte) (*SchedulerReply, error) {
 	d := xml.NewDecoder(bytes.NewReader(src))
 	d.Entity = xml.HTMLEntity
+	// Real servers put unescaped text into replies (the stock news-feed
+	// URL, user and team names substituted into gui_urls.xml): an entity
+	// that is not one stays text, as in the C++ client's parser.
+	d.Strict = false
 	p := &rparser{d: d, src: src}
 	return p.reply()
 }
@@ -526,6 +534,11 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 		if m, err = p.message(t); err == nil {
 			r.Messages = append(r.Messages, m)
 		}
+	case "gui_urls":
+		var s string
+		if s, err = p.opaqueText(t); err == nil {
+			r.GUIURLs = strings.TrimSpace(s)
+		}
 	case "message_ack":
 		r.MessageAck, err = p.bool(t)
 	case "project_is_down":
@@ -599,17 +612,23 @@ func (p *rparser) message(t xml.StartElement) (Message, error) {
 			m.Priority = a.Value
 		}
 	}
-	raw, nested, err := p.rawInner(t.Name)
+	text, err := p.opaqueText(t)
 	if err != nil {
 		return m, fmt.Errorf("message: %w", err)
 	}
-	if nested {
-		// HTML markup in a message is kept as written.
-		m.Text = strings.TrimSpace(raw)
-		return m, nil
-	}
-	m.Text = strings.TrimSpace(unescapeText(raw))
+	m.Text = strings.TrimSpace(text)
 	return m, nil
+}
+
+// opaqueText returns the content of an element named in opaqueElements as
+// it was written: markup in it is kept (escapeOpaque made it text), while
+// a body of plain text has its entities decoded.
+func (p *rparser) opaqueText(t xml.StartElement) (string, error) {
+	raw, nested, err := p.rawInner(t.Name)
+	if err != nil || nested {
+		return raw, err
+	}
+	return unescapeText(raw), nil
 }
 
 // unescapeText decodes entities and CDATA of element content that has no
@@ -620,6 +639,7 @@ func unescapeText(raw string) string {
 	}
 	d := xml.NewDecoder(strings.NewReader(raw))
 	d.Entity = xml.HTMLEntity
+	d.Strict = false
 	var b strings.Builder
 	for {
 		tok, err := d.RawToken()

@@ -26,6 +26,9 @@ func FuzzSchedulerReplyContract(f *testing.F) {
 			}
 		}
 	}
+	for _, b := range realServerReplies(f) {
+		f.Add(b)
+	}
 	for _, s := range []string{
 		"<scheduler_reply><request_delay>1e300</request_delay><next_rpc_delay>-1</next_rpc_delay></scheduler_reply>",
 		"<scheduler_reply><app_version><app_name>a</app_name><version_num>1</version_num><file_ref><file_name>../x</file_name></file_ref></app_version></scheduler_reply>",

@@ -239,6 +239,9 @@ func FuzzParseSchedulerReply(f *testing.F) {
 		f.Add(readFixture(f, filepath.Join("scheduler", name)))
 	}
 	f.Add([]byte("<scheduler_reply><message priority=\"x\">a<b/></message><project_preferences><x/></project_preferences></scheduler_reply>"))
+	for _, b := range realServerReplies(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r, err := ParseSchedulerReply(data)
 		if err != nil && r != nil {
@@ -267,8 +270,12 @@ func FuzzFastTokenizerMatchesDecoder(f *testing.F) {
 		"<scheduler_reply><project_name>a]]>b</project_name></scheduler_reply>",
 		"<scheduler_reply><message a=\"1\"b='2' c=\"&lt;\">x\ty</message\n><x/ ><!-- a- --><!-- b ---></scheduler_reply>",
 		"<scheduler_reply><user_name>&#0;&#x;&#65&#x10FFFF;&#xD800;&nbsp;</user_name><hostid>07</hostid></scheduler_reply>",
+		"<scheduler_reply><project_name>a&b&amp;c&d;&1e&-f&</project_name></scheduler_reply>",
 	} {
 		f.Add([]byte(s))
+	}
+	for _, b := range realServerReplies(f) {
+		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		start := findStartTag(data)

@@ -1,0 +1,110 @@
+package rpcclient
+
+import "bytes"
+
+// Elements whose content the C++ client copies raw up to the first end tag
+// (XML_PARSER::element_contents, copy_element_contents) instead of parsing
+// it. Real servers fill them with unchecked text: the scheduler writes
+// <message> bodies unescaped, and pastes gui_urls.xml after substituting
+// the user's and team's names into it as they are. A user called "a<b" or a
+// message with a lone "<br>" must not cost the volunteer the whole reply,
+// so their content is turned into plain text before the XML is read.
+var opaqueElements = [][]byte{[]byte("message"), []byte("gui_urls")}
+
+// maxOpaqueBody bounds what escapeOpaque rewrites: real bodies are a few
+// hundred bytes, and escaping may grow them up to five times.
+const maxOpaqueBody = 64 << 10
+
+// escapeOpaque returns src with the markup characters inside every opaque element
+// escaped, so the body reads back as the text it was written as; src itself
+// when nothing needs it. Bodies without '<' are left alone (their entities
+// decode as usual), as are unterminated elements, which the parser then
+// reports.
+func escapeOpaque(src []byte) []byte {
+	var out []byte
+	copied := 0
+	for pos := 0; pos < len(src); {
+		lt := bytes.IndexByte(src[pos:], '<')
+		if lt < 0 {
+			break
+		}
+		i := pos + lt
+		pos = i + 1
+		name := opaqueAt(src, i)
+		if name == nil {
+			continue
+		}
+		gt := bytes.IndexByte(src[i:], '>')
+		if gt < 0 {
+			break
+		}
+		bodyStart := i + gt + 1
+		if src[bodyStart-2] == '/' {
+			pos = bodyStart
+			continue
+		}
+		endTag := append(append([]byte("</"), name...), '>')
+		end := bytes.Index(src[bodyStart:], endTag)
+		if end < 0 {
+			break
+		}
+		body := src[bodyStart : bodyStart+end]
+		pos = bodyStart + end + len(endTag)
+		if len(body) > maxOpaqueBody || bytes.IndexByte(body, '<') < 0 {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(src)+len(body))
+		}
+		out = append(out, src[copied:bodyStart]...)
+		out = escapeBody(out, body)
+		copied = bodyStart + end
+	}
+	if out == nil {
+		return src
+	}
+	return append(out, src[copied:]...)
+}
+
+var cdataOpen, cdataClose = []byte("<![CDATA["), []byte("]]>")
+
+// escapeBody appends body with '<', '>' and '&' escaped; CDATA sections,
+// already text, are kept as they are.
+func escapeBody(out, body []byte) []byte {
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c == '<' && bytes.HasPrefix(body[i:], cdataOpen) {
+			if e := bytes.Index(body[i:], cdataClose); e >= 0 {
+				out = append(out, body[i:i+e+len(cdataClose)]...)
+				i += e + len(cdataClose) - 1
+				continue
+			}
+		}
+		switch c {
+		case '<':
+			out = append(out, "&lt;"...)
+		case '>':
+			out = append(out, "&gt;"...)
+		case '&':
+			out = append(out, "&amp;"...)
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// opaqueAt returns the opaque element name whose start tag begins at
+// src[i] ('<'), or nil.
+func opaqueAt(src []byte, i int) []byte {
+	for _, n := range opaqueElements {
+		j := i + 1 + len(n)
+		if j < len(src) && bytes.Equal(src[i+1:j], n) {
+			switch src[j] {
+			case '>', ' ', '\t', '\r', '\n', '/':
+				return n
+			}
+		}
+	}
+	return nil
+}
