@@ -35,6 +35,8 @@ type rpcDone struct {
 	err      error
 	reported []string // result keys sent in the request
 	req      workfetch.Request
+	// salvagedHostID is the host id found in a reply that was refused.
+	salvagedHostID int64
 }
 
 // Reporting rules (SCHEDULING.md §4.4).
@@ -219,8 +221,12 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 	go func() {
 		defer d.wg.Done()
 		defer cancel()
-		reply, _, err := d.http.SchedulerRPC(ctx, url, body)
-		d.send(rpcDone{project: p.MasterURL, reason: reason, reply: reply, err: err, reported: reported, req: work})
+		reply, raw, err := d.http.SchedulerRPC(ctx, url, body)
+		ev := rpcDone{project: p.MasterURL, reason: reason, reply: reply, err: err, reported: reported, req: work}
+		if err != nil && raw != nil {
+			ev.salvagedHostID = rpcclient.SalvageHostID(raw)
+		}
+		d.send(ev)
 	}()
 }
 
@@ -328,6 +334,12 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 			return
 		}
 		d.counters(p.MasterURL).rpcs[rpcOutcome(ev.err)]++
+		if p.HostID == 0 && ev.salvagedHostID > 0 {
+			p.HostID = ev.salvagedHostID
+			p.RPCSeqno = 0
+			log.Warn("kept the host id from the refused reply, so the project still knows this computer and its tasks",
+				slog.Int64("hostid", p.HostID))
+		}
 		d.rpcFailed(p, ev.err, now)
 		return
 	}

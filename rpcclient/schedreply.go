@@ -1033,3 +1033,34 @@ func (n *counters) addFile(r *SchedulerReply, f boinc.FileInfo) error {
 	r.FileInfos = append(r.FileInfos, f)
 	return nil
 }
+
+var hostIDOpen, hostIDClose = []byte("<hostid>"), []byte("</hostid>")
+
+// SalvageHostID returns the <hostid> of a scheduler reply that was refused
+// as a whole, or 0. The server created the host record and committed the
+// jobs of that reply before sending it; a next request without the id
+// makes it look the host up by CPID and, as the request lists no results
+// in progress, mark every job it has for the host as a client error
+// (sched/handle_request.cpp authenticate_user). Keeping just the id spares
+// the volunteer that.
+func SalvageHostID(raw []byte) int64 {
+	start := findStartTag(raw)
+	if start < 0 {
+		return 0
+	}
+	body := raw[start:]
+	i := bytes.Index(body, hostIDOpen)
+	if i < 0 {
+		return 0
+	}
+	body = body[i+len(hostIDOpen):]
+	j := bytes.Index(body, hostIDClose)
+	if j < 0 || j > 32 {
+		return 0
+	}
+	id, err := strconv.ParseInt(strings.TrimSpace(string(body[:j])), 10, 64)
+	if err != nil || id <= 0 {
+		return 0
+	}
+	return id
+}
