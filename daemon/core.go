@@ -196,6 +196,7 @@ func (d *Daemon) buildCore(now time.Time) {
 			Suspended:    p.Suspended || p.DetachPending,
 			NoNewTasks:   p.NoNewTasks,
 			InRPCBackoff: now.Before(p.MinRPCTime),
+			Unestimated:  !d.st.hasVersions(p.MasterURL),
 		}
 		for _, name := range p.NoRscApps {
 			if r, ok := workfetch.RscByName(name); ok {

@@ -72,6 +72,17 @@ func (cs *clientState) versionOf(r *boinc.Result) *boinc.AppVersion {
 	return cs.versions[boinc.AppVersionKey(r.ProjectURL, wu.AppName, r.Platform, r.PlanClass, r.VersionNum)]
 }
 
+// hasVersions reports whether the project has sent any app version: until
+// it has, there is no runtime estimate for its jobs.
+func (cs *clientState) hasVersions(url string) bool {
+	for _, v := range cs.versions {
+		if v.ProjectURL == url {
+			return true
+		}
+	}
+	return false
+}
+
 // inputFiles lists every file a result needs before it can run: its app
 // version's files and its workunit's inputs.
 func (cs *clientState) inputFiles(r *boinc.Result) []*boinc.FileInfo {

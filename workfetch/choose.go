@@ -301,6 +301,12 @@ func (c *chooser) size(i int, r Rsc) (secs, inst float64) {
 		return 0, 0
 	}
 	sh := c.fshare(i, r)
+	if c.projects[i].Unestimated {
+		if rs.Shortfall > 0 || rs.NIdleNow > idleEps {
+			return 1, rs.NIdleNow * sh
+		}
+		return 0, 0
+	}
 	secs = max(0, rs.Shortfall*sh)
 	inst = max(0, c.n[r]*sh-c.ps(i).NUsed[r], rs.NIdleNow*sh)
 	if secs > 0 && wackyDCF(c.projects[i].State.DCF) {

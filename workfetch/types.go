@@ -139,6 +139,15 @@ type Project struct {
 	InRPCBackoff bool
 	// NoRsc: the project has told us it has no apps for that resource.
 	NoRsc [NumRsc]bool
+	// Unestimated: the project has sent no work yet, so nobody knows how
+	// long its jobs take here; the server's only guess comes from the
+	// benchmark and its own fpops estimate, often off by several times.
+	// It is asked for one job per idle instance (1 s and the idle count),
+	// not for the whole buffer: a wrong guess then costs no missed
+	// deadlines, and no instance waits a fetch round trip for work as
+	// with the C++ client's 1 s first request. The next request, made
+	// with the estimates the first jobs bring, fills the buffer.
+	Unestimated bool
 }
 
 // Job is a queued or running task.
