@@ -155,6 +155,9 @@ type Daemon struct {
 	active map[string]*activeTask   // result key
 
 	nextFetchCheck time.Time
+	// lastFetchCheck is when work fetch was last considered: a backoff
+	// that ends after it brings the next check forward.
+	lastFetchCheck time.Time
 	core           *core
 	hostc          *hostState
 	benchRunning   bool

@@ -191,8 +191,11 @@ var hostileCases = []hostileCase{
 	// 2. XML bombs.
 	// Anything before <scheduler_reply> is skipped (as the C++ client
 	// does), so a DTD there declares nothing and the entity is unknown.
+	// Before the root a DTD is skipped with the CGI header; &c; is then an
+	// unknown entity, kept as the text "&c;" as the C++ client keeps it:
+	// nothing expands, and the reply with its job is applied.
 	{name: "entity expansion bomb before the root", rewrite: fixed(sub(`(<scheduler_reply>)`, bombDTD+`<scheduler_reply><project_name>&c;</project_name>`)),
-		failErr: []string{"invalid character entity &c;"}},
+		jobRuns: true},
 	{name: "entity expansion bomb inside the root", rewrite: fixed(sub(`(<scheduler_reply>)`, `<scheduler_reply>`+bombDTD+`<project_name>&c;</project_name>`)),
 		failErr: []string{"DTDs and entity declarations are not accepted"}},
 	{name: "100k nested elements", rewrite: fixed(insertBeforeEnd(strings.Repeat("<a>", 100000) + strings.Repeat("</a>", 100000))),

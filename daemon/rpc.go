@@ -83,9 +83,10 @@ func (d *Daemon) maybeRPC(now time.Time) {
 			return
 		}
 	}
-	if now.Before(d.nextFetchCheck) {
+	if now.Before(d.nextFetchCheck) && !d.backoffEnded(now) {
 		return
 	}
+	d.lastFetchCheck = now
 	d.nextFetchCheck = now.Add(d.opt.WorkFetchInterval)
 	if p, req := d.chooseWork(now); p != nil {
 		d.projectLog(p).Info("requesting work", slog.String("why", req.Reason))
@@ -94,8 +95,29 @@ func (d *Daemon) maybeRPC(now time.Time) {
 }
 
 // fetchSoon brings the next work-fetch check forward: after events that
-// change the queue (a task ended, an RPC finished, prefs changed).
+// change the queue (a task ended, a transfer finished, an RPC finished,
+// prefs or config changed).
 func (d *Daemon) fetchSoon(now time.Time) { d.nextFetchCheck = now }
+
+// backoffEnded reports whether a project's RPC backoff (request_delay
+// included) or a per-resource fetch backoff ran out since the last
+// work-fetch check, as the C++ client's check_project_timeout does: a
+// project that said "not before 7 s" is asked again after 7 s, not at the
+// next minute's check.
+func (d *Daemon) backoffEnded(now time.Time) bool {
+	ended := func(t time.Time) bool { return t.After(d.lastFetchCheck) && !now.Before(t) }
+	for _, p := range d.st.projects {
+		if ended(p.MinRPCTime) {
+			return true
+		}
+		for _, b := range d.schedState(p.MasterURL).Backoff {
+			if ended(b.Until) {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 	for _, x := range d.xfers {

@@ -278,6 +278,9 @@ func (d *Daemon) pollTasks(now time.Time) {
 }
 
 func (d *Daemon) handleTaskExit(ev taskrunner.Event, now time.Time) {
+	// A freed instance may need work (the C++ client's "application
+	// exited" work-fetch request).
+	d.fetchSoon(now)
 	r := d.st.results[ev.ResultKey]
 	at := d.active[ev.ResultKey]
 	delete(d.active, ev.ResultKey)

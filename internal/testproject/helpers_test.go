@@ -76,6 +76,7 @@ type reqOpts struct {
 	auth        string
 	hostID      int64
 	reqSecs     float64
+	reqInst     float64 // cpu_req_instances
 	dontSend    bool
 	codeSignKey string
 	reports     []reportOpts
@@ -104,7 +105,7 @@ func makeRequest(o reqOpts) []byte {
 		dont = 1
 	}
 	fmt.Fprintf(&b, "    <dont_send_work>%d</dont_send_work>\n", dont)
-	fmt.Fprintf(&b, "    <work_req_seconds>%f</work_req_seconds>\n    <cpu_req_secs>%f</cpu_req_secs>\n    <cpu_req_instances>1.000000</cpu_req_instances>\n", o.reqSecs, o.reqSecs)
+	fmt.Fprintf(&b, "    <work_req_seconds>%f</work_req_seconds>\n    <cpu_req_secs>%f</cpu_req_secs>\n    <cpu_req_instances>%f</cpu_req_instances>\n", o.reqSecs, o.reqSecs, o.reqInst)
 	b.WriteString("    <platform_name>x86_64-pc-linux-gnu</platform_name>\n")
 	if o.codeSignKey != "" {
 		fmt.Fprintf(&b, "    <code_sign_key>\n%s</code_sign_key>\n", o.codeSignKey)

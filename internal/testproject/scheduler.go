@@ -254,17 +254,22 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 	s.checkLostJobsLocked(hostID, req, log)
 
 	// New work.
+	// As a real scheduler (sched_types.h need_proc_type): jobs are sent
+	// while either the seconds or the idle instances asked for are not
+	// covered.
 	reqSecs := max(req.CPUReqSecs, req.WorkReqSeconds)
+	reqInst := req.CPUReqInstances
 	var jobs []*Job
-	if !bool(req.DontSendWork) && reqSecs > 0 {
+	if !bool(req.DontSendWork) && (reqSecs > 0 || reqInst > 0) {
 		covered := 0.0
-		for len(jobs) < s.cfg.MaxJobsPerRPC && covered < reqSecs {
+		for len(jobs) < s.cfg.MaxJobsPerRPC && (covered < reqSecs || reqInst > 0) {
 			if s.cfg.TotalJobs > 0 && s.nextJob >= s.cfg.TotalJobs {
 				break
 			}
 			j, app := s.newJobLocked(hostID, req.PlatformName, base, now)
 			jobs = append(jobs, j)
 			covered += s.cfg.Job.FpopsEst / app.Flops
+			reqInst -= app.AvgNCPUs
 		}
 	}
 	log.Info("testproject: scheduler RPC",

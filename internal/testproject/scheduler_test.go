@@ -167,6 +167,9 @@ func TestWorkSelection(t *testing.T) {
 		{"long jobs", Config{Job: JobTemplate{FpopsEst: 1e11}}, []reqOpts{{reqSecs: 150}}, []int{2}},
 		{"total jobs", Config{TotalJobs: 3}, []reqOpts{{reqSecs: 2}, {hostID: 1, reqSecs: 2}, {hostID: 1, reqSecs: 2}}, []int{2, 1, 0}},
 		{"no request", Config{}, []reqOpts{{reqSecs: 0}}, []int{0}},
+		// A real scheduler sends while seconds or idle instances are asked.
+		{"idle instances beyond the seconds", Config{}, []reqOpts{{reqSecs: 1, reqInst: 3}}, []int{3}},
+		{"idle instances alone", Config{}, []reqOpts{{reqInst: 2}}, []int{2}},
 		{"dont_send_work", Config{}, []reqOpts{{reqSecs: 10, dontSend: true}}, []int{0}},
 		{"wrong authenticator", Config{Authenticator: "right"}, []reqOpts{{auth: "wrong", reqSecs: 10}}, []int{0}},
 		{"right authenticator", Config{Authenticator: "right"}, []reqOpts{{auth: "right", reqSecs: 1}}, []int{1}},

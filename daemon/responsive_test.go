@@ -1,0 +1,51 @@
+package daemon
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/boincd/boincd/internal/testproject"
+)
+
+// With the production intervals (a work-fetch check a minute, reports due
+// an hour after completion), a project with a 1 s request_delay that does
+// not ask for immediate reports, and sends two jobs per request as real
+// servers cap them, gets its first two tasks reported and acknowledged
+// within 20 s: the next request follows the end of each request_delay and
+// of each task and transfer, as with the C++ client, not the next
+// minute's check. The first request asks for a job per idle CPU, so both
+// tasks run at once.
+func TestReportsFollowTaskEnd(t *testing.T) {
+	srv := startProject(t, testproject.Config{
+		MaxJobsPerRPC: 2,
+		RequestDelay:  time.Second,
+		Job:          testproject.JobTemplate{CommandLine: "--seconds 3", FpopsEst: 3e9},
+	})
+	start := time.Now()
+	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
+		o.PollInterval = time.Second
+		o.WorkFetchInterval = 60 * time.Second
+		o.RPCBackoffMin = 60 * time.Second
+		o.FetchBackoffMin = 600 * time.Second
+		o.MaxReportDelay = time.Hour
+	})
+	// The tasks run 3 s: a second request before they end can only come
+	// from the end of the first reply's request_delay.
+	waitFor(t, 2500*time.Millisecond, "a request as the 1 s request_delay ends", func() bool {
+		return srv.Stats().RPCs >= 2
+	})
+	waitFor(t, 20*time.Second, "the first two tasks reported and acknowledged", func() bool {
+		return h.snapshot().Stats.Acked >= 2
+	})
+	st := srv.Stats()
+	for _, name := range st.Sent[:2] {
+		if st.Reported[name] != 1 {
+			t.Errorf("%s reported %d times", name, st.Reported[name])
+		}
+	}
+	if len(st.HostIDs) != 1 {
+		t.Errorf("hosts %v", st.HostIDs)
+	}
+	t.Logf("first two tasks reported and acknowledged %.1f s after start; %d RPCs", time.Since(start).Seconds(), st.RPCs)
+}
