@@ -158,7 +158,14 @@ func (d *Daemon) checkHealth(now time.Time) {
 		_, was := h.active[name]
 		h.active[name] = guirpc.HealthWarning{Name: name, Message: msg, Since: now}
 		if !was {
-			d.log.Warn("health warning", slog.String("warning", name), slog.String("problem", msg))
+			lvl := slog.LevelWarn
+			if name == HealthNoProjects {
+				// Every client starts unattached: the C++ client says so at
+				// info level. As a warning it became a user alert, which
+				// boinccmd prints as "Alert from client" after an attach.
+				lvl = slog.LevelInfo
+			}
+			d.log.Log(context.Background(), lvl, "health warning", slog.String("warning", name), slog.String("problem", msg))
 		}
 	}
 	for name := range h.active {

@@ -568,7 +568,11 @@ func TestBoinccmdAttachSurvivesReload(t *testing.T) {
 	if out := c.run("--get_project_status"); strings.Contains(out, url) {
 		t.Fatalf("precondition: %s attached before --project_attach:\n%s", url, out)
 	}
-	c.run("--project_attach", url, accountKey)
+	// boinccmd prints every user alert in the event log after a command:
+	// starting unattached is not one (the C++ client prints nothing).
+	if out := c.run("--project_attach", url, accountKey); strings.Contains(out, "no_projects") {
+		t.Errorf("--project_attach printed an alert:\n%s", out)
+	}
 	if !c.until("a task of the attached project executing", 60*time.Second, func(out string) bool {
 		return len(executing(taskBlocks(out))) == 1
 	}, "--get_tasks") {
