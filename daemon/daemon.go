@@ -177,6 +177,7 @@ type Daemon struct {
 	startTime      time.Time
 	stats          Stats
 	pcount         map[string]*projectCounters // master URL → totals for metrics
+	netStats       boinc.NetStats              // measured transfer rates, persisted
 }
 
 // Stats are counters for the summary the demo prints.
@@ -279,6 +280,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.st = stateFromSnapshot(snap)
 	d.loadSchedStates(snap.Meta)
 	decodeMeta(snap.Meta, modesMetaKey, &d.modes)
+	decodeMeta(snap.Meta, NetStatsMetaKey, &d.netStats)
 	for k, v := range snap.Meta {
 		if url, ok := strings.CutPrefix(k, "rpc_detached:"); ok {
 			var digest string

@@ -263,6 +263,7 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 		ClientStartTime: d.startTime, TotalStartTime: d.startTime, TotalDuration: up,
 		TotalActiveDuration: up, TotalGPUActiveDuration: up, SessionActiveDuration: up, SessionGPUActiveDuration: up,
 	}
+	st.NetStats = guiNetStats(d.netStats)
 	projUse := 0.0
 	for _, p := range d.st.sortedProjects() {
 		pi := guirpc.ProjectInfo{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math"
 	"sort"
 	"time"
 
@@ -51,19 +50,21 @@ type healthState struct {
 }
 
 // diskAllowed is how many bytes boincd may use under the data directory:
-// the least of disk_max_used_gb, disk_max_used_pct of the disk, and
-// what leaves disk_min_free_gb free (SCHEDULING §4: the C++ client's
-// allowed_disk_usage). 0 limits mean "no limit" for that one.
+// the least of disk_max_used_gb, disk_max_used_pct of the disk, and what
+// leaves disk_min_free_gb free (SCHEDULING §4: the C++ client's
+// allowed_disk_usage, as 7.20 computes it). A 0 for either maximum means
+// no such limit; the free-space limit always holds, so boincd never
+// counts on more than the disk has. Its "GB" are 2^30 bytes and the
+// order of operations is the C++ client's, so the share a scheduler is
+// told matches the reference client's to the last digit.
 func diskAllowed(total, free, used float64, p prefsView) float64 {
-	allowed := math.Inf(1)
-	if p.DiskMaxUsedGB > 0 {
-		allowed = min(allowed, p.DiskMaxUsedGB*1e9)
+	// float64() keeps Go from fusing the product into the subtraction.
+	allowed := free + used - float64(p.DiskMinFreeGB*giga)
+	if p.DiskMaxUsedPct != 0 {
+		allowed = min(allowed, p.DiskMaxUsedPct*total*0.01)
 	}
-	if p.DiskMaxUsedPct > 0 && total > 0 {
-		allowed = min(allowed, total*p.DiskMaxUsedPct/100)
-	}
-	if p.DiskMinFreeGB > 0 {
-		allowed = min(allowed, used+free-p.DiskMinFreeGB*1e9)
+	if p.DiskMaxUsedGB != 0 {
+		allowed = min(allowed, p.DiskMaxUsedGB*giga)
 	}
 	return max(allowed, 0)
 }

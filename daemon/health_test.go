@@ -12,31 +12,29 @@ import (
 )
 
 func TestDiskAllowed(t *testing.T) {
-	const gb = 1e9
+	const gb = 1 << 30 // the C++ client's GIGA
+	// The reference client's own numbers (fixtures/boinc-7.20 scheduler
+	// request 01): d_total, d_free, BOINC's usage and the default prefs.
+	const refTotal, refFree, refUsed = 270553174016.0, 84384870400.0, 49152.0
 	tests := []struct {
 		name              string
 		total, free, used float64
 		p                 prefsView
 		want              float64
 	}{
-		{"no limits", 100 * gb, 50 * gb, 1 * gb, prefsView{}, 0},
+		{"no limits: what the disk has", 100 * gb, 50 * gb, 1 * gb, prefsView{}, 51 * gb},
 		{"max used gb", 100 * gb, 50 * gb, 1 * gb, prefsView{DiskMaxUsedGB: 10}, 10 * gb},
 		{"pct of the disk", 100 * gb, 50 * gb, 1 * gb, prefsView{DiskMaxUsedPct: 5}, 5 * gb},
 		{"min free", 100 * gb, 3 * gb, 1 * gb, prefsView{DiskMinFreeGB: 2}, 2 * gb},
 		{"least of all", 100 * gb, 3 * gb, 1 * gb, prefsView{DiskMaxUsedGB: 10, DiskMaxUsedPct: 90, DiskMinFreeGB: 2.5}, 1.5 * gb},
 		{"never negative", 100 * gb, 1 * gb, 0, prefsView{DiskMinFreeGB: 5}, 0},
+		// (84384870400 + 49152) - 0.1·2^30, below 90 % of the disk.
+		{"reference client, default prefs", refTotal, refFree, refUsed, prefsView{DiskMaxUsedPct: 90, DiskMinFreeGB: 0.1}, 84277545369.6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := diskAllowed(tc.total, tc.free, tc.used, tc.p)
-			if tc.want == 0 && tc.p == (prefsView{}) {
-				if got < 1e300 {
-					t.Fatalf("no limits gave %g, want +Inf", got)
-				}
-				return
-			}
-			if got != tc.want {
-				t.Fatalf("allowed %g, want %g", got, tc.want)
+			if got := diskAllowed(tc.total, tc.free, tc.used, tc.p); got != tc.want {
+				t.Fatalf("allowed %f, want %f", got, tc.want)
 			}
 		})
 	}

@@ -299,11 +299,11 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 		ClientStartTime: start, TotalStartTime: start, TotalDuration: up, TotalActiveDuration: up,
 		TotalGPUActiveDuration: up, Now: float64(now.UnixNano()) / 1e9, SessionActiveDuration: up, SessionGPUActiveDuration: up,
 	}
-	req.DiskUsage = rpcclient.DiskUsage{
-		Total:   dirSize(d.opt.DataDir),
-		Project: dirSize(d.projectDir(p.MasterURL)),
-		Share:   d.host.DFree * frac,
+	req.NetStats = rpcclient.NetStats{
+		BWUp: d.netStats.Up.MaxRate, AvgUp: d.netStats.Up.AvgRate, AvgTimeUp: d.netStats.Up.AvgTime,
+		BWDown: d.netStats.Down.MaxRate, AvgDown: d.netStats.Down.AvgRate, AvgTimeDown: d.netStats.Down.AvgTime,
 	}
+	req.DiskUsage = d.requestDiskUsage(p.MasterURL)
 
 	var versions []*boinc.AppVersion
 	for _, v := range d.st.versions {
@@ -729,18 +729,21 @@ func (d *Daemon) gcFiles(projectURL string) {
 	}
 }
 
+// dirSize is the disk space the files under root take: allocated blocks,
+// as the C++ client's dir_size_alloc counts them for the scheduler and the
+// disk preferences, not their lengths.
 func dirSize(root string) float64 {
-	var n int64
+	n := 0.0
 	_ = filepath.WalkDir(root, func(_ string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if info, err := e.Info(); err == nil && !e.IsDir() {
-			n += info.Size()
+			n += allocSize(info)
 		}
 		return nil
 	})
-	return float64(n)
+	return n
 }
 
 func contains(list []string, s string) bool {

@@ -34,7 +34,11 @@ type xferDone struct {
 	upload   bool
 	urlIndex int
 	bytes    int64
-	err      error
+	// moved and took are what crossed the network and how long it took,
+	// for the measured rates.
+	moved int64
+	took  time.Duration
+	err   error
 }
 
 // advanceResults moves results along the pipeline when their files allow:
@@ -174,7 +178,7 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 	if upload {
 		spec := rpcclient.UploadSpec{
 			URLs: f.UploadURLs, Path: path, Name: f.Name, XMLSignature: f.XMLSignature,
-			MaxNBytes: f.MaxNBytes, NBytes: int64(f.NBytes), MD5: f.MD5,
+			MaxNBytes: f.MaxNBytes, NBytes: int64(f.NBytes), MD5: f.MD5, Meter: &rpcclient.Meter{},
 		}
 		log.Info("started upload", slog.Int64("bytes", int64(f.NBytes)))
 		d.wg.Add(1)
@@ -182,7 +186,8 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 			defer d.wg.Done()
 			defer cancel()
 			err := d.http.Upload(ctx, spec)
-			d.send(xferDone{key: key, upload: true, bytes: spec.NBytes, err: err})
+			moved, took := spec.Meter.Measured()
+			d.send(xferDone{key: key, upload: true, bytes: spec.NBytes, moved: moved, took: took, err: err})
 		}()
 		return
 	}
@@ -191,7 +196,7 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 	}
 	spec := rpcclient.DownloadSpec{
 		URLs: f.DownloadURLs, StartURL: f.Xfer.URLIndex, Path: path,
-		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: downloadCap(f),
+		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: downloadCap(f), Meter: &rpcclient.Meter{},
 	}
 	var keyText, sigText string
 	checkSig := f.SignatureRequired
@@ -210,7 +215,8 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 		if err == nil && checkSig {
 			err = verifySignature(path, keyText, sigText)
 		}
-		d.send(xferDone{key: key, urlIndex: int(idx), bytes: spec.NBytes, err: err})
+		moved, took := spec.Meter.Measured()
+		d.send(xferDone{key: key, urlIndex: int(idx), bytes: spec.NBytes, moved: moved, took: took, err: err})
 	}()
 }
 
@@ -248,6 +254,7 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 	if ev.err == nil {
 		f.Xfer = boinc.FileXfer{}
 		f.ErrorMsg = ""
+		d.recordTransfer(ev.upload, ev.moved, ev.took, now)
 		if ev.upload {
 			f.Uploaded = true
 			d.stats.Uploaded++

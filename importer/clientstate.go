@@ -71,6 +71,7 @@ type csActiveTask struct {
 type clientState struct {
 	path     string
 	host     *boinc.Host
+	net      *boinc.NetStats
 	projects []*csProject
 	active   []*csActiveTask
 }
@@ -100,6 +101,8 @@ func interpretClientState(path string, root *node) (*clientState, error) {
 		switch n.name {
 		case "host_info":
 			cs.host, err = parseHostInfo(path, n)
+		case "net_stats":
+			cs.net, err = parseNetStats(path, n)
 		case "project":
 			cur, err = parseProject(path, n)
 			if err == nil {
@@ -190,6 +193,18 @@ func parseHostInfo(path string, n *node) (*boinc.Host, error) {
 		NUsableCoprocs: f.int("n_usable_coprocs"),
 	}
 	return h, f.err
+}
+
+// parseNetStats reads <net_stats> (NET_STATS::parse): the measured rates
+// the C++ client sends to schedulers, so they carry over to boincd.
+func parseNetStats(path string, n *node) (*boinc.NetStats, error) {
+	n.path = "<net_stats>"
+	f := &fields{file: path, n: n}
+	ns := &boinc.NetStats{
+		Up:   boinc.NetInfo{MaxRate: f.float("bwup"), AvgRate: f.float("avg_up"), AvgTime: f.float("avg_time_up")},
+		Down: boinc.NetInfo{MaxRate: f.float("bwdown"), AvgRate: f.float("avg_down"), AvgTime: f.float("avg_time_down")},
+	}
+	return ns, f.err
 }
 
 func parseProject(path string, n *node) (*csProject, error) {

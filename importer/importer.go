@@ -964,6 +964,11 @@ func (im *importer) commit() error {
 	if _, ok := im.snap.Meta["host"]; !ok && im.cs.host != nil {
 		b.PutMeta("host", im.cs.host)
 	}
+	// The measured transfer rates likewise, so the server's n_bwup and
+	// n_bwdown do not restart from nothing.
+	if _, ok := im.snap.Meta[daemon.NetStatsMetaKey]; !ok && im.cs.net != nil {
+		b.PutMeta(daemon.NetStatsMetaKey, im.cs.net)
+	}
 	if err := im.store.Commit(&b); err != nil {
 		return err
 	}

@@ -34,6 +34,8 @@ type DownloadSpec struct {
 	// Progress, if set, is called with the file's current size as data
 	// arrives.
 	Progress func(bytes int64)
+	// Meter, if set, measures the bytes that arrive and their time.
+	Meter *Meter
 }
 
 // VerifyError: a downloaded or local file does not match its description.
@@ -187,6 +189,7 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 	}
 	defer resp.Body.Close()
 	w.progress(0)
+	d.Meter.begin()
 	if resp.StatusCode == http.StatusPartialContent {
 		if start, ok := contentRangeStart(resp.Header.Get("Content-Range")); !ok || start != *offset {
 			// Not the part we asked for: start over on the next attempt.
@@ -231,6 +234,7 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 			if _, err := f.Write(buf[:n]); err != nil {
 				return fmt.Errorf("write %s: %w", d.Path, err)
 			}
+			d.Meter.add(n)
 			*offset += int64(n)
 			c.progress(d, *offset)
 		}

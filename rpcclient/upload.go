@@ -31,6 +31,9 @@ type UploadSpec struct {
 	// Progress, if set, is called with the number of file bytes sent
 	// (counting any part the server already had).
 	Progress func(bytes int64)
+	// Meter, if set, measures the request bodies sent (header included,
+	// as curl counts them) and their time.
+	Meter *Meter
 }
 
 // UploadError is a refusal reported by file_upload_handler, or an HTTP
@@ -151,7 +154,7 @@ func (c *Client) uploadTo(ctx context.Context, u UploadSpec, url string) error {
 				u.Progress(sent)
 			}
 		}}
-		return &readCloser{Reader: io.MultiReader(bytes.NewReader(header), data), c: f}, nil
+		return &readCloser{Reader: &meteredReader{r: io.MultiReader(bytes.NewReader(header), data), m: u.Meter}, c: f}, nil
 	}
 	req, err := c.newRequest(ctx, http.MethodPost, url, body)
 	if err != nil {
@@ -159,7 +162,9 @@ func (c *Client) uploadTo(ctx context.Context, u UploadSpec, url string) error {
 	}
 	// Streaming body: the upload handler (a CGI) needs the length up front.
 	req.ContentLength = int64(len(header)) + u.NBytes - offset
-	return c.handlerExchange(ctx, w, req, url, nil)
+	err = c.handlerExchange(ctx, w, req, url, nil)
+	u.Meter.finish()
+	return err
 }
 
 // uploadHeader builds the request header exactly as the C++ client does
