@@ -20,7 +20,7 @@ func TestReportsFollowTaskEnd(t *testing.T) {
 	srv := startProject(t, testproject.Config{
 		MaxJobsPerRPC: 2,
 		RequestDelay:  time.Second,
-		Job:          testproject.JobTemplate{CommandLine: "--seconds 3", FpopsEst: 3e9},
+		Job:           testproject.JobTemplate{CommandLine: "--seconds 3", FpopsEst: 3e9},
 	})
 	start := time.Now()
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
