@@ -143,6 +143,7 @@ func TestCorruptFilesAreReportedAndLeftAlone(t *testing.T) {
 		}, "invalid character"},
 		{"truncated to 60%", func() []byte { return bytes.Clone(valid[:len(valid)*6/10]) }, "truncated"},
 		{"truncated inside the first page", func() []byte { return bytes.Clone(valid[:3000]) }, "too small"},
+		{"truncated to 0 bytes", func() []byte { return nil }, "empty (0 bytes)"},
 		{"truncated after the meta pages", func() []byte { return bytes.Clone(valid[:2*psz+100]) }, ""},
 		{"both meta pages damaged", func() []byte {
 			b := bytes.Clone(valid)

@@ -27,6 +27,15 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(createChildEnv); path != "" {
+		s, err := Open(path, Options{LockTimeout: 10 * time.Second})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "create child:", err)
+			os.Exit(1)
+		}
+		_ = s.Close()
+		os.Exit(0)
+	}
 	if path := os.Getenv(crashChildEnv); path != "" {
 		if err := crashChild(path); err != nil {
 			fmt.Fprintln(os.Stderr, "crash child:", err)

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -86,15 +88,28 @@ func Open(path string, opts Options) (*Store, error) {
 	log = log.With("path", path)
 
 	fi, err := os.Stat(path)
-	switch {
-	case err == nil && fi.IsDir():
-		return nil, fmt.Errorf("open state file %s: is a directory", path)
-	case err == nil && fi.Size() > 0:
-		if err := preflight(path, opts.LockTimeout); err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		// A first start: the file is made whole elsewhere and only then
+		// appears under its name (or another process got there first).
+		if err := create(path, opts, log); err != nil {
 			return nil, err
 		}
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		fi, err = os.Stat(path)
+	}
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("open state file %s: %w", path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("open state file %s: is a directory", path)
+	case fi.Size() == 0:
+		// bbolt would take an empty file for a new one and the daemon
+		// would start as a brand-new client, forgetting every task. Open
+		// never leaves an empty file behind (create), so one was
+		// truncated by something else: it is damage like any other.
+		return nil, newCorrupt(path, nil, "it is empty (0 bytes), though boincd only ever puts a complete state file in place: something truncated it")
+	}
+	if err := preflight(path, opts.LockTimeout); err != nil {
+		return nil, err
 	}
 
 	db, err := openBolt(path, &bbolt.Options{Timeout: opts.LockTimeout, NoSync: opts.NoSync})
@@ -113,7 +128,80 @@ func Open(path string, opts Options) (*Store, error) {
 		_ = db.Close()
 		return nil, err
 	}
+	removeStaleInits(path)
 	return s, nil
+}
+
+// initInfix names the temporary files create builds new state files in.
+const initInfix = ".init-"
+
+// create makes a new, current-schema state file at path without ever
+// showing a partial one under that name: bbolt initialises and the
+// migrations fill a temporary file in the same directory, which is synced
+// and then linked into place, and the directory is synced. A process
+// killed (or a machine losing power) at any moment leaves either no state
+// file, so the next start is a first start again, or a complete one; an
+// empty or half-initialised file under the state file's name is therefore
+// always damage. If another process creates the file meanwhile, its file
+// wins and create returns nil.
+func create(path string, opts Options, log *slog.Logger) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, filepath.Base(path)+initInfix+"*")
+	if err != nil {
+		return ioError("open", path, err)
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	defer os.Remove(tmp) // after the link only the temporary name goes
+	db, err := openBolt(tmp, &bbolt.Options{Timeout: opts.LockTimeout, NoSync: opts.NoSync})
+	if err != nil {
+		return fmt.Errorf("create state file %s: %w", path, err)
+	}
+	s := &Store{path: tmp, log: slog.New(slog.DiscardHandler), db: db}
+	err = s.upgrade(migrations)
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = ioError("open", path, cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("create state file %s: %w", path, err)
+	}
+	// Link, unlike rename, never replaces a file another process put
+	// there first. A file system without hard links gets a rename.
+	if err := os.Link(tmp, path); err != nil {
+		if _, serr := os.Stat(path); errors.Is(err, fs.ErrExist) || serr == nil {
+			return nil
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return ioError("open", path, err)
+		}
+	}
+	syncDir(dir)
+	log.Info("created a new state file")
+	return nil
+}
+
+// syncDir makes a new directory entry durable where the system allows it.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}
+
+// removeStaleInits removes temporary files left by a create that was
+// killed. Called with the state file's lock held; a create running in
+// another process at that moment finds the state file and gives up anyway.
+func removeStaleInits(path string) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return
+	}
+	prefix := filepath.Base(path) + initInfix
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), prefix) && e.Type().IsRegular() {
+			_ = os.Remove(filepath.Join(filepath.Dir(path), e.Name()))
+		}
+	}
 }
 
 // openBolt opens the file with bbolt, turning its panics and its error
