@@ -1,6 +1,7 @@
 package rpcclient
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -43,6 +44,20 @@ type Options struct {
 	// twice StallTimeout). Downloads and uploads are not bounded in total:
 	// their size is, and so their time by the low-speed rule.
 	ReplyTimeout time.Duration
+	// RPCTimeout bounds a scheduler RPC or master-page fetch much more
+	// tightly than ReplyTimeout, because the daemon makes one such exchange
+	// at a time and a slow server would hold up every other project's:
+	// the exchange, connecting and retries included, must end within
+	// RPCTimeout plus one second for every RPCBytesPerSec bytes it moved
+	// (request and reply), and never later than ReplyTimeout. A server that
+	// trickles (2 B/s, or anything well under RPCBytesPerSec) is cut off
+	// about RPCTimeout after the request began; a large reply over a slow
+	// link earns the time it needs while it keeps arriving at
+	// RPCBytesPerSec or more. Default 60 s; negative: ReplyTimeout only.
+	RPCTimeout time.Duration
+	// RPCBytesPerSec is the rate at which an RPC earns time beyond
+	// RPCTimeout (default 4096, a 32 kbit/s link).
+	RPCBytesPerSec int64
 	// MaxRedirects bounds the redirects followed per request (default 10,
 	// Go's own default). Redirects to a scheme other than http or https,
 	// and from https to http, are refused whatever the count.
@@ -71,6 +86,8 @@ type Client struct {
 	stallTimeout time.Duration
 	minSpeed     int64
 	replyTimeout time.Duration
+	rpcTimeout   time.Duration
+	rpcRate      int64
 	userAgent    string
 }
 
@@ -80,6 +97,8 @@ const (
 	defaultConnectTimeout = 120 * time.Second
 	defaultMinBytesPerSec = 10
 	defaultMaxRedirects   = 10
+	defaultRPCTimeout     = 60 * time.Second
+	defaultRPCBytesPerSec = 4096
 	// postContentType is what libcurl puts on the C++ client's raw POSTs
 	// (http/http_requests_log.txt); servers are tested against it.
 	postContentType = "application/x-www-form-urlencoded"
@@ -107,6 +126,15 @@ func New(o Options) *Client {
 	}
 	if o.MaxRedirects <= 0 {
 		o.MaxRedirects = defaultMaxRedirects
+	}
+	switch {
+	case o.RPCTimeout == 0:
+		o.RPCTimeout = defaultRPCTimeout
+	case o.RPCTimeout < 0:
+		o.RPCTimeout = 0
+	}
+	if o.RPCBytesPerSec <= 0 {
+		o.RPCBytesPerSec = defaultRPCBytesPerSec
 	}
 	log := o.Logger
 	if log == nil {
@@ -157,6 +185,8 @@ func New(o Options) *Client {
 		stallTimeout: o.StallTimeout,
 		minSpeed:     o.MinBytesPerSec,
 		replyTimeout: o.ReplyTimeout,
+		rpcTimeout:   o.RPCTimeout,
+		rpcRate:      o.RPCBytesPerSec,
 		userAgent:    "BOINC client (" + boinc.PlatformName + " " + clientVersionString() + ")",
 	}
 }
@@ -208,14 +238,24 @@ func (e *StallError) Error() string {
 	return fmt.Sprintf("%s: transfer stalled (no data for %s)", e.URL, e.Timeout)
 }
 
-// ReplyTimeoutError: a reply was still incomplete after Options.ReplyTimeout.
+// ReplyTimeoutError: a reply was still incomplete after Options.ReplyTimeout
+// or, for an RPC, after the time it was allowed (Options.RPCTimeout plus
+// what the bytes it moved earned).
 type ReplyTimeoutError struct {
 	URL     string
 	Timeout time.Duration
 	Read    int64
+	// Base and Rate are the RPC allowance (Options.RPCTimeout and
+	// RPCBytesPerSec) when that is what ran out; zero otherwise.
+	Base time.Duration
+	Rate int64
 }
 
 func (e *ReplyTimeoutError) Error() string {
+	if e.Base > 0 {
+		return fmt.Sprintf("%s: reply took longer than %s (%d bytes read; an RPC may take %s plus 1 s per %d bytes moved)",
+			e.URL, e.Timeout, e.Read, e.Base, e.Rate)
+	}
 	return fmt.Sprintf("%s: reply took longer than %s (%d bytes read)", e.URL, e.Timeout, e.Read)
 }
 
@@ -327,12 +367,14 @@ func IsPermanent(err error) bool {
 
 // stallWatch cancels a request's context when no byte moves for the
 // timeout, when fewer than minBytes move in a timeout window (the C++
-// client's low-speed rule), or, if total > 0, when the whole exchange takes
-// longer than total. It uses runtime timers, so no goroutine outlives it.
+// client's low-speed rule), or when the whole exchange takes longer than
+// its limit allows. It uses runtime timers, so no goroutine outlives it.
 type stallWatch struct {
 	url      string
 	timeout  time.Duration
 	minBytes int64
+	limit    exchangeLimit
+	began    time.Time
 	cancel   context.CancelCauseFunc
 	idle     *time.Timer
 	window   *time.Timer
@@ -341,17 +383,44 @@ type stallWatch struct {
 	mu       sync.Mutex
 	stopped  bool
 	inWindow int64 // bytes moved in the current window
-	moved    int64 // bytes moved in all
+	moved    int64 // bytes moved in all, both ways
+	read     int64 // reply bytes read
+}
+
+// exchangeLimit bounds a whole exchange: base plus one second for every
+// rate bytes moved, never more than max. A zero base means max alone; a
+// zero max and base mean no bound.
+type exchangeLimit struct {
+	base time.Duration
+	rate int64
+	max  time.Duration
+}
+
+// allowed is how long the exchange may take, having moved moved bytes.
+func (l exchangeLimit) allowed(moved int64) time.Duration {
+	if l.base <= 0 || l.rate <= 0 {
+		return l.max
+	}
+	a := l.base + time.Duration(float64(moved)/float64(l.rate)*float64(time.Second))
+	if l.max > 0 && a > l.max {
+		a = l.max
+	}
+	return a
+}
+
+// rpcLimit is the bound of a scheduler RPC or master-page fetch.
+func (c *Client) rpcLimit() exchangeLimit {
+	return exchangeLimit{base: c.rpcTimeout, rate: c.rpcRate, max: c.replyTimeout}
 }
 
 func (c *Client) watch(ctx context.Context, url string) (context.Context, *stallWatch) {
-	return c.watchTotal(ctx, url, 0)
+	return c.watchTotal(ctx, url, exchangeLimit{})
 }
 
 // watchTotal is watch with a bound on the whole exchange.
-func (c *Client) watchTotal(ctx context.Context, url string, total time.Duration) (context.Context, *stallWatch) {
+func (c *Client) watchTotal(ctx context.Context, url string, limit exchangeLimit) (context.Context, *stallWatch) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &stallWatch{url: url, timeout: c.stallTimeout, cancel: cancel}
+	w := &stallWatch{url: url, timeout: c.stallTimeout, cancel: cancel, limit: limit, began: time.Now()}
 	if c.minSpeed > 0 {
 		w.minBytes = max(1, int64(float64(c.minSpeed)*c.stallTimeout.Seconds()))
 	}
@@ -361,15 +430,31 @@ func (c *Client) watchTotal(ctx context.Context, url string, total time.Duration
 	if w.minBytes > 0 {
 		w.window = time.AfterFunc(c.stallTimeout, w.windowEnd)
 	}
-	if total > 0 {
-		w.total = time.AfterFunc(total, func() {
-			w.mu.Lock()
-			read := w.moved
-			w.mu.Unlock()
-			cancel(&ReplyTimeoutError{URL: url, Timeout: total, Read: read})
-		})
+	if first := limit.allowed(0); first > 0 {
+		w.total = time.AfterFunc(first, w.totalEnd)
 	}
 	return ctx, w
+}
+
+// totalEnd ends the exchange when it has used the time it was allowed, or
+// sets the timer again for the time its bytes earned since.
+func (w *stallWatch) totalEnd() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	allowed := w.limit.allowed(w.moved)
+	if left := allowed - time.Since(w.began); left > 0 {
+		w.total.Reset(left)
+		return
+	}
+	te := &ReplyTimeoutError{URL: w.url, Timeout: allowed, Read: w.read}
+	if allowed < w.limit.max || w.limit.max <= 0 {
+		te.Base, te.Rate = w.limit.base, w.limit.rate
+		te.Timeout = allowed.Round(time.Millisecond)
+	}
+	w.cancel(te)
 }
 
 // windowEnd applies the low-speed rule at the end of each window.
@@ -391,8 +476,22 @@ func (w *stallWatch) windowEnd() {
 	w.window.Reset(w.timeout)
 }
 
-// progress records n bytes moved and pushes the idle deadline out.
+// progress records n reply bytes read and pushes the idle deadline out.
 func (w *stallWatch) progress(n int) {
+	w.mu.Lock()
+	if !w.stopped {
+		w.idle.Reset(w.timeout)
+		w.inWindow += int64(n)
+		w.moved += int64(n)
+		w.read += int64(n)
+	}
+	w.mu.Unlock()
+}
+
+// sent records n request-body bytes sent: as in curl's low-speed check
+// they count as progress, and they earn an RPC time as reply bytes do, but
+// they are not "read".
+func (w *stallWatch) sent(n int) {
 	w.mu.Lock()
 	if !w.stopped {
 		w.idle.Reset(w.timeout)
@@ -507,17 +606,27 @@ func (c *Client) readReply(r io.Reader, url string) ([]byte, error) {
 	return data, nil
 }
 
-// fetch performs a request whose whole reply is wanted in memory.
+// fetch performs a scheduler RPC or master-page fetch, whose whole reply is
+// wanted in memory, within the RPC bound (Options.RPCTimeout).
 func (c *Client) fetch(ctx context.Context, method, url string, body []byte) ([]byte, error) {
-	ctx, w := c.watchTotal(ctx, url, c.replyTimeout)
+	ctx, w := c.watchTotal(ctx, url, c.rpcLimit())
 	defer w.stop()
 	var rb interface{}
-	if body != nil {
+	if len(body) > 0 {
+		// A request body counts as progress while it goes out (a large
+		// report over a slow uplink), rebuilt for every attempt.
+		rb = func() (io.Reader, error) {
+			return &countingReader{r: bytes.NewReader(body), fn: w.sent}, nil
+		}
+	} else if body != nil {
 		rb = body
 	}
 	req, err := c.newRequest(ctx, method, url, rb)
 	if err != nil {
 		return nil, err
+	}
+	if len(body) > 0 {
+		req.ContentLength = int64(len(body))
 	}
 	resp, err := c.do(req)
 	if err != nil {
