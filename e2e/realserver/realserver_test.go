@@ -1,0 +1,510 @@
+//go:build linux
+
+package realserver
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestMain(m *testing.M) {
+	handleSignals()
+	os.Exit(m.Run())
+}
+
+// TestRealServer stands up a real BOINC server (setup.sh), then runs, one
+// after the other, the C++ client and boincd against it and compares them.
+func TestRealServer(t *testing.T) {
+	start := time.Now()
+	if testing.Short() && !required() {
+		t.Skip("real-server suite skipped in -short mode (it takes minutes)")
+	}
+	if os.Geteuid() != 0 {
+		unavailable(t, "needs root (it starts MariaDB and Apache and runs the clients as user %s): sudo go test ./e2e/realserver/", clientUser)
+	}
+	modRoot, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := sharedDir(modRoot)
+	if err != nil {
+		unavailable(t, "%v", err)
+	}
+	for _, tool := range []string{"boinccmd", "setpriv", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			unavailable(t, "no %s in PATH (boinccmd: apt-get install boinc-client)", tool)
+		}
+	}
+	deadline := start.Add(suiteBudget)
+	if d, ok := t.Deadline(); ok && d.Add(-teardownReserve).Before(deadline) {
+		deadline = d.Add(-teardownReserve)
+		if time.Until(deadline) < 4*time.Minute {
+			unavailable(t, "go test -timeout leaves %v: the suite needs up to %v plus %v to tear down (use -timeout 10m)",
+				time.Until(d).Round(time.Second), suiteBudget, teardownReserve)
+		}
+	}
+
+	// own ports: never the scripts' defaults (a developer's server may run there)
+	avoid := map[int]bool{33080: true, 33306: true, 33416: true, 33417: true, 33418: true, 33419: true}
+	srvPorts, err := freePorts(33100, 33899, 2, avoid)
+	if err != nil {
+		unavailable(t, "server ports: %v", err)
+	}
+	guiPorts, err := freePorts(33000, 33999, 5, avoid)
+	if err != nil {
+		unavailable(t, "GUI RPC ports: %v", err)
+	}
+	root, err := os.MkdirTemp("/tmp", "boincd-realserver-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the server runs as boincsrv and the clients as boinc: both must reach it
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{
+		shared:   shared,
+		modRoot:  modRoot,
+		root:     root,
+		logs:     filepath.Join(root, "logs"),
+		httpPort: srvPorts[0],
+		dbPort:   srvPorts[1],
+		env:      harnessEnv(root, srvPorts[0], srvPorts[1]),
+		deadline: deadline,
+	}
+	if err := os.Mkdir(s.logs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	emergency.mu.Lock()
+	emergency.teardown = func() {
+		s.teardown(func(f string, a ...any) { fmt.Fprintf(os.Stderr, "realserver: "+f+"\n", a...) }, true)
+	}
+	emergency.mu.Unlock()
+	t.Cleanup(func() {
+		s.teardown(t.Logf, t.Failed())
+		emergency.mu.Lock()
+		emergency.teardown = nil
+		emergency.mu.Unlock()
+	})
+	t.Logf("RS_ROOT %s, HTTP 127.0.0.1:%d, MariaDB 127.0.0.1:%d, GUI RPC ports %v, scripts %s, suite deadline in %v",
+		root, s.httpPort, s.dbPort, guiPorts, shared, time.Until(deadline).Round(time.Second))
+
+	s.build(t)
+	s.setup(t)
+
+	// the subtests run one at a time: no locking
+	var (
+		runs  []timings
+		notes []string
+	)
+	record := func(tm *timings) {
+		runs = append(runs, *tm)
+		t.Log(tm.String())
+	}
+	_, cppErr := os.Stat(cppClient)
+
+	t.Run("cpp", func(t *testing.T) {
+		checkInterrupted(t)
+		if cppErr != nil {
+			t.Skipf("no C++ client at %s (apt-get install boinc-client): %v", cppClient, cppErr)
+		}
+		tm := &timings{label: "cpp", values: map[string]string{}}
+		defer record(tm)
+		s.runClient(t, tm, cppClient, guiPorts[0], 150*time.Second)
+	})
+	t.Run("boincd", func(t *testing.T) {
+		checkInterrupted(t)
+		tm := &timings{label: "boincd", values: map[string]string{}}
+		defer record(tm)
+		s.runClient(t, tm, s.boincd, guiPorts[1], 120*time.Second)
+	})
+	t.Run("boincd_config", func(t *testing.T) {
+		checkInterrupted(t)
+		tm := &timings{label: "boincd_config", values: map[string]string{}}
+		defer record(tm)
+		s.runConfigClient(t, tm, guiPorts[2], 120*time.Second)
+	})
+	t.Run("import", func(t *testing.T) {
+		checkInterrupted(t)
+		if cppErr != nil {
+			t.Skipf("no C++ client at %s: %v", cppClient, cppErr)
+		}
+		if left := s.remaining(); left < 150*time.Second {
+			notes = append(notes, fmt.Sprintf("import: skipped, %v left of the suite's budget", left.Round(time.Second)))
+			t.Skipf("only %v left of the suite's %v budget; import needs about 150 s", left.Round(time.Second), suiteBudget)
+		}
+		note := s.runImport(t, guiPorts[3], guiPorts[4], 100*time.Second)
+		notes = append(notes, note)
+	})
+
+	notes = append(notes, fmt.Sprintf("suite: %.0f s before teardown; RS_ROOT %s", time.Since(start).Seconds(), root))
+	tbl := table(runs, notes)
+	t.Log("side by side:\n" + tbl)
+	if !testing.Verbose() {
+		fmt.Print(tbl)
+	}
+}
+
+// runClient runs run_client.sh (a fresh account, the client as user boinc,
+// attach with boinccmd --project_attach, wait until N results are
+// validated) and checks its outcome and evidence.
+func (s *server) runClient(t *testing.T, tm *timings, bin string, port int, timeout time.Duration) {
+	label := tm.label
+	runTimeout := min(timeout, s.remaining()-75*time.Second)
+	if runTimeout < 30*time.Second {
+		t.Fatalf("only %v left of the suite's budget", s.remaining().Round(time.Second))
+	}
+	dir := filepath.Join(s.root, "c_"+label)
+	s.prepareWork(t, nTasks)
+	logPath := filepath.Join(s.logs, label+".log")
+	ctx, cancel := s.ctx(runTimeout + 75*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	rc, err := s.run(ctx, logPath, []string{"MAKE_WORK=0", fmt.Sprintf("TIMEOUT=%d", int(runTimeout.Seconds()))},
+		s.script("run_client.sh"), bin, dir, strconv.Itoa(port), strconv.Itoa(nTasks), label)
+	out, _ := os.ReadFile(logPath)
+	if ptm, perr := parseTimings(string(out)); perr != nil {
+		t.Error(perr)
+	} else {
+		*tm = ptm
+		tm.label = label
+		if tm.errors != 0 {
+			t.Errorf("errors=%d in the timing line: results that ended in a client error", tm.errors)
+		}
+		if !(tm.credit > 0) {
+			t.Errorf("credit=%g in the timing line: no credit granted", tm.credit)
+		}
+	}
+	tm.passed = err == nil && rc == 0
+	validated := regexp.MustCompile(`(?m)^validated .*$`).Find(out)
+	t.Logf("run_client.sh %s: exit %d after %.0f s: %s", label, rc, time.Since(t0).Seconds(), validated)
+	switch {
+	case err != nil:
+		t.Errorf("run_client.sh: %v", err)
+	case rc != 0:
+		t.Errorf("run_client.sh exit %d: %s did not get %d results validated within %v", rc, label, nTasks, runTimeout)
+	}
+	checkSchedulerLog(t, filepath.Join(dir, "rs_scheduler_log.txt"))
+	if t.Failed() {
+		logEvidence(t, append([]string{logPath}, clientEvidence(dir)...)...)
+	}
+}
+
+// clientDir makes a fresh client dir the way lib.sh's fresh_dir does (the
+// marker, the GUI RPC password, the preferences override that keeps a busy
+// machine from suspending the client), plus boincd.toml attaching the
+// project by account key; all owned by the client user.
+func (s *server) clientDir(dir, auth string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	files := []struct {
+		name, body string
+		mode       os.FileMode
+	}{
+		{".rs_client", "", 0o644},
+		{"gui_rpc_auth.cfg", guiPW + "\n", 0o600},
+		{"global_prefs_override.xml", "<global_preferences>\n  <suspend_cpu_usage>0</suspend_cpu_usage>\n" +
+			"  <niu_suspend_cpu_usage>0</niu_suspend_cpu_usage>\n</global_preferences>\n", 0o644},
+		{"boincd.toml", fmt.Sprintf("# written by e2e/realserver: the project attached by account key\n"+
+			"[[project]]\nurl = %q\nauthenticator = %q\n", s.masterURL(), auth), 0o600},
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte(f.body), f.mode); err != nil {
+			return err
+		}
+		if err := os.Chown(p, s.uid, s.gid); err != nil {
+			return err
+		}
+	}
+	return os.Chown(dir, s.uid, s.gid)
+}
+
+// runConfigClient attaches boincd by its config file (run_client.sh can
+// only attach over GUI RPC): fresh account, work, boincd started as user
+// boinc on a dir whose boincd.toml names the project, the DB polled as
+// run_client.sh does until N results are validated; the same evidence and
+// checks. The process is always stopped (SIGTERM, SIGKILL after 30 s).
+func (s *server) runConfigClient(t *testing.T, tm *timings, port int, timeout time.Duration) {
+	label := tm.label
+	runTimeout := min(timeout, s.remaining()-60*time.Second)
+	if runTimeout < 30*time.Second {
+		t.Fatalf("only %v left of the suite's budget", s.remaining().Round(time.Second))
+	}
+	dir := filepath.Join(s.root, "c_"+label)
+	auth, userID := s.newAccount(t, label)
+	t.Logf("%s: account user id %d", label, userID)
+	s.prepareWork(t, nTasks)
+	if err := s.clientDir(dir, auth); err != nil {
+		t.Fatal(err)
+	}
+	offset := s.schedulerLogSize()
+	outPath := filepath.Join(dir, "rs_client.out")
+	out, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+
+	ctx, cancel := s.ctx(runTimeout + 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "setpriv", "--reuid="+clientUser, "--regid="+clientUser, "--init-groups",
+		"env", "HOME="+dir, "USER="+clientUser, "LOGNAME="+clientUser,
+		s.boincd, "run", "--dir", dir, "--gui_rpc_port", strconv.Itoa(port))
+	// the harness environment, without BOINCD_* (boincd reads some: a
+	// stray BOINCD_PROJECT_URL would attach another project)
+	for _, kv := range s.env {
+		if !strings.HasPrefix(kv, "BOINCD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 30 * time.Second
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting boincd: %v", err)
+	}
+	// pid files where teardown.sh looks (RS_ROOT/clients/PORT.pid), so a
+	// crashed test still gets its client stopped
+	pidFile := filepath.Join(s.root, "clients", strconv.Itoa(port)+".pid")
+	pid := strconv.Itoa(cmd.Process.Pid) + "\n"
+	_ = os.WriteFile(pidFile, []byte(pid), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "client.pid"), []byte(pid), 0o644)
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			select {
+			case <-exited:
+			default:
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-exited:
+				case <-time.After(30 * time.Second):
+					t.Logf("boincd (pid %d) still running 30 s after SIGTERM: SIGKILL", cmd.Process.Pid)
+					_ = cmd.Process.Kill()
+					<-exited
+				}
+			}
+			_ = os.Remove(pidFile)
+		})
+	}
+	defer stop()
+	t.Logf("%s: started %s run --dir %s --gui_rpc_port %d (pid %d) as %s", label, s.boincd, dir, port, cmd.Process.Pid, clientUser)
+
+	el := func() string { return fmt.Sprintf("%.1f", time.Since(t0).Seconds()) }
+	set := func(k string) {
+		if _, ok := tm.values[k]; !ok {
+			tm.values[k] = el()
+		}
+	}
+	q := fmt.Sprintf("select count(*), ifnull(sum(server_state=5),0), ifnull(sum(server_state=5 and outcome=1),0), "+
+		"ifnull(sum(validate_state=1),0), ifnull(sum(validate_state=2),0), ifnull(sum(outcome<>1 and server_state=5),0), "+
+		"ifnull(sum(granted_credit),0) from result where userid=%d", userID)
+	var sent, over, valid int
+	last, why := "", ""
+	// GUI RPC up: polled as run_client.sh's wait_gui_rpc does (every 0.25 s, up to 60 s)
+	for i := 0; ; i++ {
+		if _, err := boinccmd(port, "--get_cc_status"); err == nil {
+			set("gui_rpc")
+			break
+		}
+		if i == 240 {
+			why = "GUI RPC did not answer within 60 s"
+			break
+		}
+		select {
+		case <-exited:
+			why = fmt.Sprintf("boincd exited: %v", waitErr)
+		case <-suiteCtx.Done():
+			why = "interrupted by a signal"
+		case <-time.After(250 * time.Millisecond):
+		}
+		if why != "" {
+			break
+		}
+	}
+	for why == "" {
+		// attach: the project from boincd.toml shows in the project list
+		if _, ok := tm.values["attach"]; !ok {
+			if ps, err := boinccmd(port, "--get_project_status"); err == nil && strings.Contains(ps, s.masterURL()) {
+				set("attach")
+			}
+		}
+		v, err := s.sqlInts(q)
+		if err != nil || len(v) != 7 {
+			t.Errorf("polling the DB: %v", err)
+			why = "DB poll failed"
+			break
+		}
+		sent, over, valid = int(v[0]), int(v[1]), int(v[3])
+		tm.success, tm.invalid, tm.errors, tm.credit = int(v[2]), int(v[4]), int(v[5]), v[6]
+		if sent > 0 {
+			set("first_sent")
+		}
+		if over > 0 {
+			set("first_reported")
+		}
+		if valid > 0 {
+			set("first_validated")
+		}
+		if sent >= nTasks && over >= sent {
+			set("all_reported")
+		}
+		if _, ok := tm.values["first_running"]; !ok {
+			if ts, err := boinccmd(port, "--get_tasks"); err == nil && strings.Contains(ts, "active_task_state: EXECUTING") {
+				set("first_running")
+			}
+		}
+		cur := fmt.Sprintf("sent=%d reported=%d success=%d valid=%d invalid=%d errors=%d credit=%g",
+			sent, over, tm.success, valid, tm.invalid, tm.errors, tm.credit)
+		if cur != last {
+			t.Logf("%s t=%ss %s", label, el(), cur)
+			last = cur
+		}
+		if valid >= nTasks {
+			tm.passed = true
+			break
+		}
+		if time.Since(t0) > runTimeout {
+			why = fmt.Sprintf("timeout: %d of %d validated after %v", valid, nTasks, runTimeout)
+			break
+		}
+		select {
+		case <-exited:
+			why = fmt.Sprintf("boincd exited: %v", waitErr)
+		case <-suiteCtx.Done():
+			why = "interrupted by a signal"
+		case <-time.After(pollEvery):
+		}
+	}
+	tm.values["end"] = el()
+
+	// evidence, as run_client.sh leaves it
+	for _, e := range []struct{ file, arg string }{
+		{"rs_messages.txt", "--get_messages"}, {"rs_tasks.txt", "--get_tasks"},
+		{"rs_project_status.txt", "--get_project_status"}, {"rs_host_info.txt", "--get_host_info"},
+	} {
+		args := []string{e.arg}
+		if e.arg == "--get_messages" {
+			args = append(args, "0")
+		}
+		o, _ := boinccmd(port, args...)
+		_ = os.WriteFile(filepath.Join(dir, e.file), []byte(o), 0o644)
+	}
+	for _, e := range []struct{ file, q string }{
+		{"rs_results.tsv", fmt.Sprintf("select r.id, r.name, r.hostid, r.server_state, r.outcome, r.client_state, "+
+			"r.validate_state, r.exit_status, round(r.elapsed_time,1), round(r.cpu_time,2), round(r.granted_credit,4), "+
+			"from_unixtime(r.sent_time), from_unixtime(r.received_time), r.app_version_id from result r where r.userid=%d order by r.id", userID)},
+		{"rs_hosts.tsv", fmt.Sprintf("select h.id, h.domain_name, h.os_name, h.os_version, h.p_ncpus, h.p_vendor, h.p_model, "+
+			"round(h.p_fpops), round(h.p_iops), h.m_nbytes, h.d_total, h.serialnum, round(h.total_credit,4), h.rpc_seqno, "+
+			"from_unixtime(h.rpc_time) from host h where h.userid=%d", userID)},
+	} {
+		o, err := s.sql(e.q)
+		if err != nil {
+			o = err.Error()
+		}
+		_ = os.WriteFile(filepath.Join(dir, e.file), []byte(o+"\n"), 0o644)
+	}
+	if err := s.collectSchedulerLog(offset, userID, dir); err != nil {
+		t.Errorf("collecting the scheduler log: %v", err)
+	}
+	stop()
+
+	t.Logf("%s: validated %d/%d in %s s", label, valid, sent, tm.values["end"])
+	if !tm.passed {
+		t.Errorf("%s did not get %d results validated: %s", label, nTasks, why)
+	}
+	if tm.errors != 0 {
+		t.Errorf("errors=%d: results that ended in a client error", tm.errors)
+	}
+	if !(tm.credit > 0) {
+		t.Errorf("credit=%g: no credit granted", tm.credit)
+	}
+	if _, ok := tm.values["attach"]; !ok {
+		t.Errorf("the project from boincd.toml never showed in --get_project_status")
+	}
+	checkSchedulerLog(t, filepath.Join(dir, "rs_scheduler_log.txt"))
+	if t.Failed() {
+		logEvidence(t, clientEvidence(dir)...)
+	}
+}
+
+var (
+	importUserRE = regexp.MustCompile(`account \S+: user id (\d+)`)
+	importProgRE = regexp.MustCompile(`imported boincd t=(\d+)s sent=(\d+) reported=(\d+) valid=(\d+)`)
+)
+
+// runImport runs import_test.sh: the C++ client attaches and runs a while,
+// boincd import takes its dir over, boincd finishes the jobs under the same
+// host id. It returns a line for the summary.
+func (s *server) runImport(t *testing.T, p1, p2 int, timeout time.Duration) string {
+	runTimeout := min(timeout, s.remaining()-100*time.Second)
+	offset := s.schedulerLogSize()
+	logPath := filepath.Join(s.logs, "import.log")
+	ctx, cancel := s.ctx(runTimeout + 100*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	rc, err := s.run(ctx, logPath, []string{"P1=" + strconv.Itoa(p1), "P2=" + strconv.Itoa(p2),
+		fmt.Sprintf("TIMEOUT=%d", int(runTimeout.Seconds()))},
+		s.script("import_test.sh"), cppClient, s.boincd, strconv.Itoa(nTasks))
+	total := time.Since(t0).Seconds()
+	out, _ := os.ReadFile(logPath)
+	dir := filepath.Join(s.root, "imp_boincd")
+
+	for _, l := range regexp.MustCompile(`(?m)^.*(CHECK (OK|FAILED)|boincd import: exit).*$`).FindAll(out, -1) {
+		t.Log(string(l))
+	}
+	switch {
+	case err != nil:
+		t.Errorf("import_test.sh: %v", err)
+	case rc != 0:
+		t.Errorf("import_test.sh exit %d", rc)
+	}
+	if m := importUserRE.FindSubmatch(out); m == nil {
+		t.Errorf("no account line in import_test.sh's output")
+	} else {
+		uid, _ := strconv.Atoi(string(m[1]))
+		if err := s.collectSchedulerLog(offset, uid, dir); err != nil {
+			t.Errorf("collecting the scheduler log: %v", err)
+		} else {
+			checkSchedulerLog(t, filepath.Join(dir, "rs_scheduler_log.txt"))
+		}
+	}
+	allRep, allVal := "-", "-"
+	for _, m := range importProgRE.FindAllSubmatch(out, -1) {
+		sent, _ := strconv.Atoi(string(m[2]))
+		rep, _ := strconv.Atoi(string(m[3]))
+		val, _ := strconv.Atoi(string(m[4]))
+		if allRep == "-" && sent >= nTasks && rep >= sent {
+			allRep = string(m[1])
+		}
+		if allVal == "-" && val >= nTasks {
+			allVal = string(m[1])
+		}
+	}
+	if t.Failed() {
+		logEvidence(t, logPath, filepath.Join(dir, "rs_import.out"), filepath.Join(dir, "rs_client.out"),
+			filepath.Join(dir, "rs_messages.txt"), filepath.Join(dir, "rs_results.tsv"))
+	}
+	result := "PASS"
+	if t.Failed() {
+		result = "FAIL"
+	}
+	return fmt.Sprintf("import: %s in %.0f s (C++ client, boincd import, boincd on the imported dir: all reported at %s s, all validated at %s s of its run)",
+		result, total, allRep, allVal)
+}
