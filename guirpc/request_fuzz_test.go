@@ -135,11 +135,14 @@ func FuzzServeMessages(f *testing.F) {
 			}
 		}()
 		fc := &fuzzConn{data: stream, chunk: int(chunk)%8192 + 1}
-		mr := &msgReader{c: fc, idle: time.Second}
-		cc := &conn{s: srv, c: fc, local: local, peer: "fuzz", authOK: authed}
+		mr := &msgReader{c: fc}
+		cc := &conn{s: srv, c: fc, local: local, peer: "fuzz", key: "fuzz", authOK: authed}
+		srv.mu.Lock()
+		clear(srv.peers) // no password brake carried between inputs
+		srv.mu.Unlock()
 		var framed []byte
 		for {
-			msg, err := mr.next()
+			msg, err := mr.next(time.Second, time.Second, time.Time{})
 			if err != nil {
 				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, errTooLong) {
 					t.Fatalf("framing error %v", err)

@@ -34,10 +34,11 @@ const (
 	// MaxRequest is the most bytes a request may have before its \003;
 	// the C++ server drops the connection past it.
 	MaxRequest = 100000
-	// DefaultMaxConns bounds concurrent connections.
+	// DefaultMaxConns bounds authenticated connections (see guard.go for
+	// the others).
 	DefaultMaxConns = 32
-	// DefaultIdleTimeout closes a connection that sends nothing for that
-	// long; GUIs reconnect by themselves.
+	// DefaultIdleTimeout closes an authenticated connection that sends
+	// nothing for that long; GUIs reconnect by themselves.
 	DefaultIdleTimeout = 30 * time.Second
 	// backendTimeout bounds one Snapshot or Do call.
 	backendTimeout = 30 * time.Second
@@ -61,10 +62,20 @@ type Config struct {
 	// log.
 	Log    *eventlog.Log
 	Logger *slog.Logger
-	// MaxConns and IdleTimeout default to DefaultMaxConns and
-	// DefaultIdleTimeout.
+	// MaxConns bounds authenticated connections (all connections when
+	// there is no password); IdleTimeout closes an authenticated one that
+	// stays silent. Defaults DefaultMaxConns and DefaultIdleTimeout.
 	MaxConns    int
 	IdleTimeout time.Duration
+	// MaxPending and MaxPendingPerPeer bound connections that have not
+	// authenticated, in all and from one peer; RequestTimeout bounds a
+	// request from its first byte to its end; AuthTimeout bounds the
+	// silence of an unauthenticated connection and the time a remote one
+	// has to authenticate. Defaults: DefaultMaxPending and so on.
+	MaxPending        int
+	MaxPendingPerPeer int
+	RequestTimeout    time.Duration
+	AuthTimeout       time.Duration
 	// Resolver resolves AllowHosts names; net.DefaultResolver when nil.
 	Resolver *net.Resolver
 }
@@ -75,8 +86,15 @@ type Server struct {
 	ln  net.Listener
 	log *slog.Logger
 
+	// peerUID learns the uid behind a loopback connection (tests replace it).
+	peerUID func(peer, local *net.TCPAddr) (uint32, error)
+
 	mu        sync.Mutex
-	conns     map[net.Conn]struct{}
+	conns     map[*conn]struct{}
+	peers     map[string]*peerState
+	notes     map[string]*logNote
+	npending  int // connections in classPending
+	nauthed   int // connections in classAuthed
 	closed    bool
 	serving   bool
 	done      chan struct{} // closed by Close
@@ -99,6 +117,19 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.MaxPending <= 0 {
+		cfg.MaxPending = DefaultMaxPending
+	}
+	if cfg.MaxPendingPerPeer <= 0 {
+		cfg.MaxPendingPerPeer = DefaultMaxPendingPerPeer
+	}
+	cfg.MaxPendingPerPeer = min(cfg.MaxPendingPerPeer, cfg.MaxPending)
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.AuthTimeout <= 0 {
+		cfg.AuthTimeout = DefaultAuthTimeout
+	}
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
@@ -111,12 +142,15 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("guirpc: listen on %s: %w", addr, err)
 	}
 	return &Server{
-		cfg:    cfg,
-		ln:     ln,
-		log:    cfg.Logger,
-		conns:  map[net.Conn]struct{}{},
-		done:   make(chan struct{}),
-		served: make(chan struct{}),
+		cfg:     cfg,
+		ln:      ln,
+		log:     cfg.Logger,
+		conns:   map[*conn]struct{}{},
+		peers:   map[string]*peerState{},
+		notes:   map[string]*logNote{},
+		peerUID: localPeerUID,
+		done:    make(chan struct{}),
+		served:  make(chan struct{}),
 	}, nil
 }
 
@@ -164,6 +198,20 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		s.shutdown()
 	}()
+	go func() {
+		// Counted log lines (failed passwords...) are written once a
+		// minute at most per peer; this writes the counts out.
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case now := <-t.C:
+				s.flushNotes(now)
+			case <-stopped:
+				return
+			}
+		}
+	}()
 	defer func() {
 		cancel()
 		<-stopped
@@ -193,40 +241,38 @@ func (s *Server) Serve(ctx context.Context) error {
 			return fmt.Errorf("guirpc: accept on %s: %w", s.ln.Addr(), err)
 		}
 		delay = 0
-		if !s.track(c) {
+		cc := s.track(c)
+		if cc == nil {
 			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.untrack(c)
-			s.serveConn(ctx, c)
+			defer s.untrack(cc)
+			s.serveConn(ctx, cc)
 		}()
 	}
 }
 
-// track registers c, refusing it when the server is closing or full.
-func (s *Server) track(c net.Conn) bool {
+// track registers c, refusing it only when the server is closing: room
+// is made when the connection is admitted to a pool (guard.go).
+func (s *Server) track(c net.Conn) *conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		_ = c.Close()
-		return false
+		return nil
 	}
-	if len(s.conns) >= s.cfg.MaxConns {
-		s.log.Warn("GUI RPC connection refused: too many connections",
-			slog.String("peer", c.RemoteAddr().String()), slog.Int("max", s.cfg.MaxConns))
-		_ = c.Close()
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
+	cc := &conn{s: s, c: c, accepted: time.Now()}
+	s.conns[cc] = struct{}{}
+	return cc
 }
 
-func (s *Server) untrack(c net.Conn) {
-	_ = c.Close()
+func (s *Server) untrack(cc *conn) {
+	_ = cc.c.Close()
 	s.mu.Lock()
-	delete(s.conns, c)
+	s.remove(cc)
+	delete(s.conns, cc)
 	s.mu.Unlock()
 }
 
@@ -240,8 +286,8 @@ func (s *Server) shutdown() {
 	s.mu.Lock()
 	s.closed = true
 	conns := make([]net.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
+	for cc := range s.conns {
+		conns = append(conns, cc.c)
 	}
 	s.mu.Unlock()
 	_ = s.ln.Close()
@@ -307,46 +353,73 @@ func allowed(ctx context.Context, cfg *Config, peer net.IP) bool {
 
 // conn is one client connection's protocol state.
 type conn struct {
-	s       *Server
-	c       net.Conn
-	local   bool
-	peer    string
-	authOK  bool // authenticated, or no password configured
-	gotA1   bool
-	gotA2   bool
-	nonce   string
-	sentUna bool // a remote peer already got <unauthorized/>
+	s        *Server
+	c        net.Conn
+	accepted time.Time
+	local    bool
+	peer     string // the remote address
+	key      string // the peer, as the guard counts it (guard.go)
+	authOK   bool   // authenticated, or no password configured
+	gotA1    bool
+	gotA2    bool
+	nonce    string
+	sentUna  bool // a remote peer already got <unauthorized/>
+
+	// Guarded by s.mu.
+	class      connClass
+	lastActive time.Time
 }
 
 // errClose ends a connection after the reply (if any) is sent.
 var errClose = errors.New("close connection")
 
-func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+func (s *Server) serveConn(ctx context.Context, cc *conn) {
+	c := cc.c
 	tcp, _ := c.RemoteAddr().(*net.TCPAddr)
-	local := isLocal(c.RemoteAddr())
-	if !local {
+	cc.local = isLocal(c.RemoteAddr())
+	cc.peer = c.RemoteAddr().String()
+	cc.authOK = s.cfg.Password == ""
+	cc.key = s.peerKey(c)
+	s.mu.Lock()
+	s.admit(cc, time.Now())
+	s.mu.Unlock()
+	if !cc.local {
 		if tcp == nil || !allowed(ctx, &s.cfg, tcp.IP) {
-			s.log.Warn("GUI RPC connection refused: host not allowed", slog.String("peer", c.RemoteAddr().String()))
+			s.note("refused", cc.key, "")
 			return
 		}
 	}
-	cc := &conn{s: s, c: c, local: local, peer: c.RemoteAddr().String(), authOK: s.cfg.Password == ""}
-	r := &msgReader{c: c, idle: s.cfg.IdleTimeout}
+	r := &msgReader{c: c}
 	for {
-		msg, err := r.next()
+		idle, whole, writeT := s.cfg.IdleTimeout, max(s.cfg.IdleTimeout, s.cfg.RequestTimeout), s.cfg.IdleTimeout
+		var hard time.Time
+		if !cc.authOK {
+			idle, whole, writeT = s.cfg.AuthTimeout, s.cfg.RequestTimeout, s.cfg.AuthTimeout
+			if !cc.local {
+				hard = cc.accepted.Add(s.cfg.AuthTimeout)
+			}
+		}
+		msg, err := r.next(idle, whole, hard)
 		if err != nil {
+			var ne net.Error
+			if !cc.authOK && errors.As(err, &ne) && ne.Timeout() {
+				s.note("timeout", cc.key, "")
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				s.log.Debug("GUI RPC connection ended", slog.String("peer", cc.peer), slog.Any("err", err))
 			}
 			return
 		}
+		s.mu.Lock()
+		cc.lastActive = time.Now()
+		s.mu.Unlock()
 		reply, after, err := cc.handle(ctx, msg)
 		if reply != nil {
 			out := make([]byte, 0, len(reply)+64)
 			out = append(out, "<boinc_gui_rpc_reply>\n"...)
 			out = append(out, reply...)
 			out = append(out, "</boinc_gui_rpc_reply>\n\003"...)
-			_ = c.SetWriteDeadline(time.Now().Add(s.cfg.IdleTimeout))
+			_ = c.SetWriteDeadline(time.Now().Add(writeT))
 			if _, werr := c.Write(out); werr != nil {
 				s.log.Debug("GUI RPC write failed", slog.String("peer", cc.peer), slog.Any("err", werr))
 				return
@@ -363,22 +436,32 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	}
 }
 
+// note counts an event for the rate-limited log (guard.go).
+func (s *Server) note(kind, key, why string) {
+	s.mu.Lock()
+	s.noteLocked(kind, key, why)
+	s.mu.Unlock()
+}
+
 // errTooLong is a request over MaxRequest bytes without its terminator.
 var errTooLong = fmt.Errorf("request longer than %d bytes without \\003", MaxRequest)
 
 // msgReader splits a connection's byte stream into \003-terminated
 // messages.
 type msgReader struct {
-	c    net.Conn
-	idle time.Duration
-	buf  []byte // received, not yet returned
-	scan int    // buf[:scan] holds no \003
+	c     net.Conn
+	buf   []byte    // received, not yet returned
+	scan  int       // buf[:scan] holds no \003
+	start time.Time // when buf's first byte arrived
 }
 
-// next returns the next message without its \003. A message longer than
-// MaxRequest is an error as soon as that many bytes have arrived, as in
-// the C++ server.
-func (m *msgReader) next() ([]byte, error) {
+// next returns the next message without its \003. The connection may be
+// silent for idle before a request starts; from its first byte the whole
+// request must arrive within whole (a deadline, not a per-read timeout:
+// a peer trickling a byte a second gains nothing); and nothing is read
+// past hard when it is set. A message longer than MaxRequest is an error
+// as soon as that many bytes have arrived, as in the C++ server.
+func (m *msgReader) next(idle, whole time.Duration, hard time.Time) ([]byte, error) {
 	var chunk [4096]byte
 	for {
 		if i := bytes.IndexByte(m.buf[m.scan:], 3); i >= 0 {
@@ -386,14 +469,30 @@ func (m *msgReader) next() ([]byte, error) {
 			msg := m.buf[:end:end]
 			m.buf = m.buf[end+1:]
 			m.scan = 0
+			m.start = time.Time{}
+			if len(m.buf) > 0 {
+				m.start = time.Now()
+			}
 			return msg, nil
 		}
 		m.scan = len(m.buf)
 		if len(m.buf) > MaxRequest {
 			return nil, errTooLong
 		}
-		_ = m.c.SetReadDeadline(time.Now().Add(m.idle))
+		var dl time.Time
+		if len(m.buf) == 0 {
+			dl = time.Now().Add(idle)
+		} else {
+			dl = m.start.Add(whole)
+		}
+		if !hard.IsZero() && hard.Before(dl) {
+			dl = hard
+		}
+		_ = m.c.SetReadDeadline(dl)
 		n, err := m.c.Read(chunk[:])
+		if n > 0 && len(m.buf) == 0 {
+			m.start = time.Now()
+		}
 		m.buf = append(m.buf, chunk[:n]...)
 		if err != nil && n == 0 {
 			if errors.Is(err, io.EOF) && len(m.buf) > 0 {
@@ -433,15 +532,45 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 			return nil, nil, errClose
 		}
 		cc.gotA2 = true
+		braked := s.cfg.Password != "" && !cc.authOK
+		if braked {
+			// The brake (guard.go): a peer that failed often waits its
+			// turn before the check, whatever the password.
+			wait, ok := s.reserveCheck(cc.key, time.Now(), brakeMax)
+			if !ok {
+				w.line("<unauthorized/>")
+				return []byte(w.String()), nil, errClose
+			}
+			if wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					s.abandonCheck(cc.key)
+					return nil, nil, errClose
+				}
+			}
+		}
 		sum := md5.Sum([]byte(cc.nonce + s.cfg.Password))
 		want := hex.EncodeToString(sum[:])
 		got := bytes.ToLower([]byte(req.fields["nonce_hash"]))
-		if subtle.ConstantTimeCompare(got, []byte(want)) != 1 {
-			s.log.Warn("GUI RPC authentication failed", slog.String("peer", cc.peer))
+		good := subtle.ConstantTimeCompare(got, []byte(want)) == 1
+		if braked {
+			s.checked(cc.key, good, time.Now())
+		}
+		if !good {
 			w.line("<unauthorized/>")
 			return []byte(w.String()), nil, errClose
 		}
-		cc.authOK = true
+		if !cc.authOK {
+			cc.authOK = true
+			s.mu.Lock()
+			if cc.class == classPending {
+				s.addAuthed(cc)
+			}
+			s.mu.Unlock()
+		}
 		w.line("<authorized/>")
 		return []byte(w.String()), nil, nil
 	case !cc.authOK && !cc.local && req.op != "get_auth_id":
