@@ -20,16 +20,20 @@ import (
 const PasswordFile = "gui_rpc_auth.cfg"
 
 // LoadOrCreatePassword returns the GUI RPC password: the first line of
-// dataDir/gui_rpc_auth.cfg with surrounding whitespace removed ("" means no
-// password). When the file is missing it is created, mode 0600, holding a
-// random 32-hex-digit password, as the C++ client does. An existing file
-// that others may read is narrowed to 0600 (OpenPassword logs it).
+// dataDir/gui_rpc_auth.cfg with surrounding whitespace removed. When the
+// file is missing it is created, mode 0600, holding a random
+// 32-hex-digit password, as the C++ client does. When its first line is
+// empty the file is replaced by one holding a fresh random password (the
+// C++ client would run with no password then, letting any local program
+// control it; issue 14). An existing file that others may read is
+// narrowed to 0600. OpenPassword logs both.
 func LoadOrCreatePassword(dataDir string) (string, error) {
 	return OpenPassword(dataDir, nil)
 }
 
 // OpenPassword is LoadOrCreatePassword logging to logger (nil: nowhere)
-// when it narrows the file's permissions, or cannot.
+// when it narrows the file's permissions, or cannot, and when it replaces
+// an empty file (the path is logged, never the password).
 func OpenPassword(dataDir string, logger *slog.Logger) (string, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -44,16 +48,28 @@ func OpenPassword(dataDir string, logger *slog.Logger) (string, error) {
 			return "", fmt.Errorf("read GUI RPC password %s: %w", path, err)
 		}
 		line, _, _ := bytes.Cut(data, []byte("\n"))
-		return strings.TrimSpace(string(line)), nil
+		if pw := strings.TrimSpace(string(line)); pw != "" {
+			return pw, nil
+		}
+		f.Close()
+		pw, err := newPassword()
+		if err != nil {
+			return "", err
+		}
+		if err := replaceFile(path, []byte(pw+"\n")); err != nil {
+			return "", fmt.Errorf("GUI RPC password file %s is empty and cannot be replaced: %w", path, err)
+		}
+		logger.Warn("GUI RPC password file was empty (no password: any local program could control boincd): wrote a new random password to it; GUIs read it from there",
+			slog.String("file", path))
+		return pw, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("read GUI RPC password %s: %w", path, err)
 	}
-	var raw [16]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("generate GUI RPC password: %w", err)
+	pw, err := newPassword()
+	if err != nil {
+		return "", err
 	}
-	pw := hex.EncodeToString(raw[:])
 	f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
 		// Another process created it between our read and create: use
@@ -79,6 +95,46 @@ func OpenPassword(dataDir string, logger *slog.Logger) (string, error) {
 		return "", fmt.Errorf("write GUI RPC password %s: %w", path, err)
 	}
 	return pw, nil
+}
+
+// newPassword is a random 32-hex-digit password, as the C++ client makes.
+func newPassword() (string, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", fmt.Errorf("generate GUI RPC password: %w", err)
+	}
+	return hex.EncodeToString(raw[:]), nil
+}
+
+// replaceFile puts data at path (mode 0600) in one step: a temporary
+// file beside it, synced, renamed over it. A link at path (Debian links
+// gui_rpc_auth.cfg to /etc/boinc-client) is followed, so its target is
+// replaced and the link kept.
+func replaceFile(path string, data []byte) error {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		// A directory we may not write in: rewrite the file in place.
+		return os.WriteFile(path, data, 0o600)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // narrowMode makes the open password file 0600 when group or others

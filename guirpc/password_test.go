@@ -83,3 +83,57 @@ func TestPasswordFileLinkNarrowed(t *testing.T) {
 		t.Fatalf("target mode %v, %v", st.Mode().Perm(), err)
 	}
 }
+
+// TestEmptyPasswordFileReplaced: an empty gui_rpc_auth.cfg (or one whose
+// first line is blank) is replaced by a fresh random password, 0600; the
+// log names the file and never holds the password. The C++ client, and
+// boincd before issue 14, ran with no password then.
+func TestEmptyPasswordFileReplaced(t *testing.T) {
+	for _, content := range []string{"", "\n", "  \t\r\n", "\nsecond line\n"} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, PasswordFile)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		pw, err := OpenPassword(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+		if err != nil || len(pw) != 32 || strings.Trim(pw, "0123456789abcdef") != "" {
+			t.Fatalf("content %q: OpenPassword = %q, %v; want a fresh 32-hex-digit password", content, pw, err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil || string(data) != pw+"\n" {
+			t.Fatalf("content %q: file now holds %q, %v; want the new password", content, data, err)
+		}
+		if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("content %q: mode %v, %v; want 0600", content, st.Mode().Perm(), err)
+		}
+		if !strings.Contains(logs.String(), "was empty") || !strings.Contains(logs.String(), path) || strings.Contains(logs.String(), pw) {
+			t.Fatalf("content %q: log should name %s, not the password:\n%s", content, path, logs.String())
+		}
+		if again, err := OpenPassword(dir, nil); err != nil || again != pw {
+			t.Fatalf("content %q: reopened %q, %v; want %q", content, again, err, pw)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+			t.Fatalf("content %q: left behind %v", content, ents)
+		}
+	}
+	// Through a link (Debian's layout) the target is replaced, the link kept.
+	dir, etc := t.TempDir(), t.TempDir()
+	target := filepath.Join(etc, PasswordFile)
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, PasswordFile)); err != nil {
+		t.Fatal(err)
+	}
+	pw, err := OpenPassword(dir, nil)
+	if err != nil || pw == "" {
+		t.Fatalf("linked empty file: %q, %v", pw, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(dir, PasswordFile)); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if data, _ := os.ReadFile(target); string(data) != pw+"\n" {
+		t.Fatalf("target holds %q", data)
+	}
+}

@@ -617,8 +617,6 @@ func TestLoadOrCreatePassword(t *testing.T) {
 
 	tests := []struct{ content, want string }{
 		{"  secret \nsecond line\n", "secret"},
-		{"", ""},
-		{"\n", ""},
 		{"pass word\r\n", "pass word"},
 	}
 	for _, tc := range tests {
