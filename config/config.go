@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -287,6 +288,9 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s: ca_bundle %q: not a readable regular file", c.where(c.lineOf("ca_bundle")), c.CABundle)
 		}
 	}
+	if err := CheckGUIRPCAddress(c.GUIRPC.Address); err != nil {
+		return fmt.Errorf("%s: gui_rpc.address %q: %v", c.where(lineOfTableKey(c.raw, "gui_rpc", "address")), c.GUIRPC.Address, err)
+	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
 	}
@@ -310,6 +314,66 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%s: log.format %q: want auto, text, json or journal", c.where(c.lineOf("format")), c.Log.Format)
 	}
 	return nil
+}
+
+// CheckGUIRPCAddress checks a GUI RPC listen address: "off" (or empty)
+// for none, else HOST:PORT with PORT 0-65535 (0: any free port) and HOST
+// empty (all interfaces), an IP address or a host name. Checked at load,
+// so a typo cannot leave a daemon nobody can control (issue 14).
+func CheckGUIRPCAddress(addr string) error {
+	if addr == "" || addr == "off" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want HOST:PORT, e.g. 127.0.0.1:31416, or \"off\"")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q: want a number from 0 to 65535", port)
+	}
+	if host == "" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if !hostNameRE.MatchString(host) || allDigitsRE.MatchString(host[strings.LastIndexByte(host, '.')+1:]) {
+		// A last label of digits only is a mistyped IP (999.1.1.1), never
+		// a host name (RFC 3696 §2).
+		return fmt.Errorf("host %q: not an IP address or host name", host)
+	}
+	return nil
+}
+
+var (
+	hostNameRE  = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*\.?$`)
+	allDigitsRE = regexp.MustCompile(`^[0-9]*$`)
+)
+
+// lineOfTableKey is the line of key inside [table] (or of table.key at
+// the top), 0 when not found.
+func lineOfTableKey(data []byte, table, key string) int {
+	cur := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "[") {
+			cur = strings.Trim(strings.ReplaceAll(t, " ", ""), "[]")
+			if j := strings.IndexByte(cur, '#'); j >= 0 {
+				cur = strings.Trim(cur[:j], "[]")
+			}
+			continue
+		}
+		k := key // inside [table]
+		if cur == "" {
+			k = table + "." + key // a dotted key at the top
+		} else if cur != table {
+			continue
+		}
+		if rest, ok := strings.CutPrefix(t, k); ok && strings.HasPrefix(strings.TrimSpace(rest), "=") {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // appUserRE is the portable POSIX user name set: letters, digits, '.',

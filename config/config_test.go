@@ -27,6 +27,11 @@ func TestParseErrors(t *testing.T) {
 		{"nan pref", "[prefs]\nwork_buf_min_days = nan\n", "x.toml:2: prefs.work_buf_min_days = NaN"},
 		{"infinite share", "[[project]]\nurl = \"http://a/\"\nauthenticator = \"k\"\nresource_share = inf\n", "resource_share +Inf"},
 		{"metrics not loopback", "[metrics]\nenabled = true\naddress = \"0.0.0.0:9464\"\n", "x.toml:3: metrics.address \"0.0.0.0:9464\" is not loopback"},
+		{"gui rpc bad IP and port", "[metrics]\naddress = \"127.0.0.1:9464\"\n[gui_rpc]\naddress = \"999.1.1.1:99999\"\n", `x.toml:4: gui_rpc.address "999.1.1.1:99999": port "99999"`},
+		{"gui rpc bad IP", "\n[gui_rpc]\naddress = \"999.1.1.1:31416\"\n", `x.toml:3: gui_rpc.address "999.1.1.1:31416": host "999.1.1.1": not an IP address or host name`},
+		{"gui rpc no port", "[gui_rpc]\naddress = \"127.0.0.1\"\n", `x.toml:2: gui_rpc.address "127.0.0.1": want HOST:PORT`},
+		{"gui rpc port word", "[gui_rpc]\naddress = \"localhost:http\"\n", `x.toml:2: gui_rpc.address "localhost:http": port "http"`},
+		{"gui rpc bad name", "gui_rpc.address = \"my_host!:1\"\n", `x.toml:1: gui_rpc.address "my_host!:1": host`},
 		{"metrics bad address", "[metrics]\nenabled = true\naddress = \"nowhere\"\n", "x.toml:3: metrics.address \"nowhere\""},
 	}
 	for _, tt := range tests {
@@ -36,6 +41,30 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestGUIRPCAddressAccepted: the forms the daemon can listen on pass.
+func TestGUIRPCAddressAccepted(t *testing.T) {
+	for _, a := range []string{"", "off", "127.0.0.1:31416", "127.0.0.1:0", ":31416", "0.0.0.0:65535", "[::1]:31416", "[fe80::1%eth0]:31416", "localhost:31416", "boinc-host.example.org:31416", "host1:1"} {
+		if err := CheckGUIRPCAddress(a); err != nil {
+			t.Errorf("CheckGUIRPCAddress(%q) = %v", a, err)
+		}
+	}
+	for _, a := range []string{"999.1.1.1:31416", "1.2.3:31416", "127.0.0.1:-1", "127.0.0.1:65536", "127.0.0.1", "[::1:31416", "a b:1", "-host:1"} {
+		if err := CheckGUIRPCAddress(a); err == nil {
+			t.Errorf("CheckGUIRPCAddress(%q) passed", a)
+		}
+	}
+	// The environment override is checked the same way.
+	_, err := Load(filepath.Join(t.TempDir(), FileName), true, func(k string) string {
+		if k == "BOINCD_GUI_RPC_ADDRESS" {
+			return "127.0.0.1:99999"
+		}
+		return ""
+	})
+	if err == nil || !strings.Contains(err.Error(), "environment: gui_rpc.address \"127.0.0.1:99999\"") {
+		t.Errorf("BOINCD_GUI_RPC_ADDRESS=127.0.0.1:99999: %v", err)
 	}
 }
 
