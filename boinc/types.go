@@ -211,7 +211,24 @@ type FileInfo struct {
 	Uploaded bool     `json:"uploaded,omitempty"`
 	Xfer     FileXfer `json:"xfer"`
 	ErrorMsg string   `json:"error_msg,omitempty"`
+
+	// SHA256 (lower-case hex) and VerifiedBytes are what the file held
+	// when it was verified: on arrival, after its size, MD5 and (for app
+	// files) code signature checked out. Before every task start the file
+	// must still have that size and hash, so bytes changed on disk since
+	// are never run or computed on. "" for outputs and for files verified
+	// by a boincd that did not record it: the next start-up hashes those
+	// once, if their MD5 and signature still verify.
+	SHA256        string `json:"sha256,omitempty"`
+	VerifiedBytes int64  `json:"verified_bytes,omitempty"`
+	// LocalError says why a file that was present is being fetched again
+	// (missing, wrong size, content changed), so a task whose file cannot
+	// be fetched again fails with a message that says what happened.
+	LocalError string `json:"local_error,omitempty"`
 }
+
+// Sealed reports whether the file's verified size and hash are recorded.
+func (f *FileInfo) Sealed() bool { return f.SHA256 != "" }
 
 func (f *FileInfo) Key() string { return f.ProjectURL + "\x00" + f.Name }
 

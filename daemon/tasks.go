@@ -50,9 +50,11 @@ const maxRestartsWithoutCheckpoint = 100
 
 // recoverTasks runs once at start: processes left over from a daemon that
 // was killed are stopped (they are restarted from their checkpoints under
-// our control), and slot directories that no task owns are removed.
+// our control), slot directories that no task owns are removed, and every
+// present file is checked (checkFilesAtStartup).
 func (d *Daemon) recoverTasks() {
 	d.applyAppPolicy()
+	d.checkFilesAtStartup()
 	owned := map[int]bool{}
 	for _, r := range d.st.results {
 		if r.Slot >= 0 && r.Phase == boinc.PhaseComputing {
@@ -104,6 +106,11 @@ func (d *Daemon) runnable(r *boinc.Result, now time.Time) (bool, string) {
 	case now.Before(r.RetryAfter):
 		return false, "waiting to retry after a temporary exit"
 	}
+	if _, running := d.active[r.Key()]; !running {
+		if f := d.absentFile(r); f != nil {
+			return false, "waiting for file " + f.Name
+		}
+	}
 	return true, ""
 }
 
@@ -133,6 +140,13 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 	v := d.st.versionOf(r)
 	wu := d.st.wuOf(r)
 	if p == nil || v == nil || wu == nil {
+		return
+	}
+	// What runs and what it reads must be what was verified: a file
+	// changed, truncated or deleted since is not used but fetched again,
+	// and the task starts once it is back.
+	if !d.checkTaskFiles(r) {
+		log.Warn("task not started: a file it needs is being fetched again")
 		return
 	}
 	app := d.st.apps[entityKey(r.ProjectURL, wu.AppName)]

@@ -7,12 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
-	"github.com/boincd/boincd/codesign"
 	"github.com/boincd/boincd/rpcclient"
 )
 
@@ -38,7 +36,9 @@ type xferDone struct {
 	// for the measured rates.
 	moved int64
 	took  time.Duration
-	err   error
+	// seal is what a verified download holds (size and hashes).
+	seal fileSeal
+	err  error
 }
 
 // advanceResults moves results along the pipeline when their files allow:
@@ -49,6 +49,18 @@ func (d *Daemon) advanceResults(now time.Time) {
 		switch r.Phase {
 		case boinc.PhaseNew, boinc.PhaseDownloading:
 			d.advanceDownload(r, now)
+		case boinc.PhaseDownloaded:
+			// A file failed its check (checkTaskFiles, start-up): the
+			// task waits for it as a download again.
+			if f := d.absentFile(r); f != nil {
+				if err := r.SetPhase(boinc.PhaseDownloading); err == nil {
+					d.batch.PutResult(r)
+					d.taskLog(r).Info("task waits for a file fetched again", slog.String("file", f.Name))
+					d.advanceDownload(r, now)
+				}
+			}
+		case boinc.PhaseComputing:
+			d.recheckWaitingTask(r, now)
 		case boinc.PhaseUploading:
 			d.advanceUpload(r, now)
 		}
@@ -68,6 +80,11 @@ func (d *Daemon) advanceDownload(r *boinc.Result, now time.Time) {
 		switch {
 		case f == nil:
 			d.taskFailed(r, boinc.PhaseDownloadFailed, boinc.ErrResultDownload, "the server sent no file_info for "+ref.FileName, now)
+			return
+		case f.Status < 0 && f.LocalError != "":
+			// It was here, failed its check and the server no longer
+			// gives it (the C++ client's "missing or invalid" input).
+			d.taskFailed(r, boinc.PhaseDownloadFailed, boinc.ErrFileMissing, refetchFailedMsg(f), now)
 			return
 		case f.Status < 0:
 			msg := "download of " + f.Name + " failed"
@@ -149,7 +166,9 @@ func (d *Daemon) startTransfers(now time.Time) {
 	}
 	for _, r := range d.st.sortedResults() {
 		switch r.Phase {
-		case boinc.PhaseDownloading:
+		case boinc.PhaseDownloading, boinc.PhaseComputing:
+			// A started task's file that failed its check is fetched
+			// again too (the task keeps its slot and checkpoint).
 			for _, f := range d.st.inputFiles(r) {
 				if f.Status == boinc.FileNotPresent {
 					try(f, false)
@@ -212,11 +231,15 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 		defer d.wg.Done()
 		defer cancel()
 		idx, err := d.http.Download(ctx, spec)
-		if err == nil && checkSig {
-			err = verifySignature(path, keyText, sigText)
+		var seal fileSeal
+		if err == nil {
+			// One more read: the MD5 and signature are checked on exactly
+			// the bytes whose hash is recorded for the checks before
+			// every task start.
+			seal, err = sealDownload(path, spec.MD5, checkSig, keyText, sigText)
 		}
 		moved, took := spec.Meter.Measured()
-		d.send(xferDone{key: key, urlIndex: int(idx), bytes: spec.NBytes, moved: moved, took: took, err: err})
+		d.send(xferDone{key: key, urlIndex: int(idx), bytes: spec.NBytes, moved: moved, took: took, seal: seal, err: err})
 	}()
 }
 
@@ -269,6 +292,11 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 			}
 		} else {
 			f.Status = boinc.FilePresent
+			f.SHA256, f.VerifiedBytes = ev.seal.sha256, ev.seal.size
+			if f.LocalError != "" {
+				log.Info("file fetched again and verified", slog.String("was", f.LocalError))
+				f.LocalError = ""
+			}
 			d.stats.Downloaded++
 			d.stats.BytesDown += ev.bytes
 			d.counters(f.ProjectURL).bytesDown += ev.bytes
@@ -338,38 +366,4 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 		log.Warn(what+" failed; will retry", slog.Int("retries", f.Xfer.NumRetries), slog.Duration("backoff", delay.Round(time.Second)), slog.Any("err", ev.err))
 	}
 	d.batch.PutFile(f)
-}
-
-// signatureError: an app file whose code signature is missing or wrong.
-// Never retried: the bytes matched what the server announced, so fetching
-// them again cannot help, and running them is exactly what signing exists
-// to prevent.
-type signatureError struct {
-	code int
-	err  error
-}
-
-func (e *signatureError) Error() string { return "code signature check failed: " + e.err.Error() }
-func (e *signatureError) Unwrap() error { return e.err }
-
-// verifySignature runs in the transfer goroutine (it reads the file); a
-// bad file is removed at once so it can never be executed.
-func verifySignature(path, keyText, sigText string) error {
-	var err error
-	switch {
-	case strings.TrimSpace(keyText) == "":
-		err = &signatureError{code: boinc.ErrNoSignature, err: errors.New("the project sent no code-signing key")}
-	default:
-		if verr := codesign.VerifyFile(path, keyText, sigText); verr != nil {
-			code := boinc.ErrRSAFailed
-			if errors.Is(verr, codesign.ErrNoSignature) {
-				code = boinc.ErrNoSignature
-			}
-			err = &signatureError{code: code, err: verr}
-		}
-	}
-	if err != nil {
-		_ = os.Remove(path)
-	}
-	return err
 }
