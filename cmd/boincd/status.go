@@ -21,18 +21,22 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/guirpc/client"
 )
 
-const statusHelp = `usage: boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]
+const statusHelp = `usage: boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--config FILE] [--json] [--watch SECONDS]
 
 Connects to a running boincd (or any BOINC client) over GUI RPC and shows
 run modes and suspend reasons, projects, tasks, file transfers, and why no
 work is being fetched (the newest "not requesting work" event-log message
 per project and resource).
 
-The password is --passwd, else the first line of DIR/gui_rpc_auth.cfg,
-else none: a local connection may read status without one.
+The address is --host, else gui_rpc.address in the config (--config, else
+DIR/boincd.toml; BOINCD_GUI_RPC_ADDRESS overrides it as for the daemon),
+else 127.0.0.1:31416. The password is --passwd, else the first line of
+DIR/gui_rpc_auth.cfg, else none: a local connection may read status
+without one.
 
 Exit status: 0 ok, 1 cannot connect or the client refused/failed a
 request, 2 usage.
@@ -87,7 +91,8 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprint(stderr, statusHelp)
 		fs.PrintDefaults()
 	}
-	host := fs.String("host", client.DefaultAddr, "GUI RPC address HOST[:PORT] (port default 31416)")
+	host := fs.String("host", "", "GUI RPC address HOST[:PORT] (default: the config's gui_rpc.address, else "+client.DefaultAddr+")")
+	cfgFile := fs.String("config", "", "config file giving the GUI RPC address (default DIR/"+config.FileName+")")
 	passwd := fs.String("passwd", "", "GUI RPC password (default: first line of DIR/gui_rpc_auth.cfg)")
 	dir := fs.String("dir", ".", "data directory holding gui_rpc_auth.cfg")
 	asJSON := fs.Bool("json", false, "print one JSON document (field names above)")
@@ -107,9 +112,25 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stderr, "boincd status: --watch %g: want seconds > 0\n", *watch)
 		return 2
 	}
-	o := statusOpts{addr: client.NormalizeAddr(*host), asJSON: *asJSON, watch: time.Duration(*watch * float64(time.Second)), loc: time.Local}
-	passwdSet := false
-	fs.Visit(func(f *flag.Flag) { passwdSet = passwdSet || f.Name == "passwd" })
+	passwdSet, hostSet := false, false
+	fs.Visit(func(f *flag.Flag) {
+		passwdSet = passwdSet || f.Name == "passwd"
+		hostSet = hostSet || f.Name == "host"
+	})
+	addr := *host
+	if !hostSet {
+		path := *cfgFile
+		if path == "" {
+			path = filepath.Join(*dir, config.FileName)
+		}
+		a, err := configGUIAddr(path, *cfgFile != "", os.Getenv)
+		if err != nil {
+			fmt.Fprintln(stderr, "boincd status:", err)
+			return 1
+		}
+		addr = a
+	}
+	o := statusOpts{addr: client.NormalizeAddr(addr), asJSON: *asJSON, watch: time.Duration(*watch * float64(time.Second)), loc: time.Local}
 	if passwdSet {
 		o.password, o.passwordFrom = *passwd, "--passwd"
 	} else {
@@ -137,6 +158,54 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// configGUIAddr is the address to reach the daemon that reads the config
+// at path: its gui_rpc.address (or BOINCD_GUI_RPC_ADDRESS), with an
+// all-interfaces host read as loopback; client.DefaultAddr when the file
+// is missing and was not named (mustExist). A config the daemon would
+// refuse, "off" and port 0 are errors: guessing 31416 would talk to some
+// other client, or to nothing.
+func configGUIAddr(path string, mustExist bool, getenv func(string) string) (string, error) {
+	addr := ""
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		c, err := config.Parse(path, data)
+		if err != nil {
+			return "", fmt.Errorf("cannot take the GUI RPC address from the config: %w (or give --host)", err)
+		}
+		addr = c.GUIRPC.Address
+	case mustExist || !errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("cannot take the GUI RPC address from the config: %w (or give --host)", err)
+	}
+	from := path
+	if v := getenv("BOINCD_GUI_RPC_ADDRESS"); v != "" {
+		addr, from = v, "BOINCD_GUI_RPC_ADDRESS"
+		if err := config.CheckGUIRPCAddress(v); err != nil {
+			return "", fmt.Errorf("BOINCD_GUI_RPC_ADDRESS=%q: %v", v, err)
+		}
+	}
+	if addr == "" {
+		return client.DefaultAddr, nil
+	}
+	if addr == "off" {
+		return "", fmt.Errorf("GUI RPC is off (gui_rpc.address = \"off\" in %s)", from)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("GUI RPC address %q in %s: %w", addr, from, err)
+	}
+	if port == "0" {
+		return "", fmt.Errorf("GUI RPC address %q in %s: port 0 is a free port chosen at start; give --host", addr, from)
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+		if ip != nil && ip.To4() == nil {
+			host = "::1"
+		}
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // readGUIPassword reads gui_rpc_auth.cfg the way the C++ client does: the

@@ -420,3 +420,58 @@ func TestStatusWatch(t *testing.T) {
 		t.Errorf("ops %v: want at least two refreshes", ops)
 	}
 }
+
+// TestStatusAddressFromConfig: without --host, status reaches the address
+// in DIR's config (issue 14: it tried 31416 whatever the config said);
+// --host still wins, --config names another file, and "off", port 0 and
+// a broken config are clear errors.
+func TestStatusAddressFromConfig(t *testing.T) {
+	s := startOpServer(t, fixtureReplies(t))
+	addr := s.ln.Addr().String()
+	writeCfg := func(dir, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "boincd.toml"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	writeCfg(dir, "[metrics]\naddress = \"127.0.0.1:1\"\n[gui_rpc]\naddress = \""+addr+"\"\n")
+	code, out, errs := runStatusCmd(t, context.Background(), "--dir", dir)
+	if code != 0 || !strings.Contains(out, " at "+addr+" ") {
+		t.Fatalf("--dir with gui_rpc.address %s: exit %d\nstdout %s\nstderr %s", addr, code, out, errs)
+	}
+	other := t.TempDir()
+	code, out, errs = runStatusCmd(t, context.Background(), "--dir", other, "--config", filepath.Join(dir, "boincd.toml"))
+	if code != 0 || !strings.Contains(out, " at "+addr+" ") {
+		t.Fatalf("--config: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	// An all-interfaces address is reached on loopback.
+	_, port, _ := net.SplitHostPort(addr)
+	wild := t.TempDir()
+	writeCfg(wild, "[gui_rpc]\naddress = \"0.0.0.0:"+port+"\"\nallow_remote = true\n")
+	if code, out, errs := runStatusCmd(t, context.Background(), "--dir", wild); code != 0 || !strings.Contains(out, " at 127.0.0.1:"+port+" ") {
+		t.Fatalf("0.0.0.0:%s: exit %d\nstdout %s\nstderr %s", port, code, out, errs)
+	}
+
+	for _, tt := range []struct{ name, cfg, want string }{
+		{"off", "[gui_rpc]\naddress = \"off\"\n", `GUI RPC is off (gui_rpc.address = "off" in `},
+		{"port 0", "[gui_rpc]\naddress = \"127.0.0.1:0\"\n", "port 0"},
+		{"broken", "[gui_rpc]\naddress = \"999.1.1.1:99999\"\n", `boincd.toml:2: gui_rpc.address "999.1.1.1:99999"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := t.TempDir()
+			writeCfg(d, tt.cfg)
+			code, _, errs := runStatusCmd(t, context.Background(), "--dir", d)
+			if code != 1 || !strings.Contains(errs, tt.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and %q", code, errs, tt.want)
+			}
+			// --host still wins over any config.
+			if code, _, errs := runStatusCmd(t, context.Background(), "--dir", d, "--host", addr); code != 0 {
+				t.Errorf("--host with this config: exit %d, stderr %s", code, errs)
+			}
+		})
+	}
+	if code, _, errs := runStatusCmd(t, context.Background(), "--config", filepath.Join(other, "missing.toml")); code != 1 || !strings.Contains(errs, "missing.toml") {
+		t.Errorf("a named config that is missing: exit %d, stderr %q", code, errs)
+	}
+}
