@@ -44,10 +44,12 @@ type fileSeal struct {
 	sha256 string
 }
 
-// readSeal reads path once and returns its size, MD5 and SHA-256. Only a
-// regular file is read: a link or anything else put in its place is an
+// readSeal reads path once and returns its size, SHA-256 and, when
+// withMD5 is set, its MD5 (the check before a task start needs no MD5,
+// which costs more than SHA-256 where the CPU has SHA instructions). Only
+// a regular file is read: a link or anything else put in its place is an
 // error (the file opened must be the one looked at).
-func readSeal(path string) (fileSeal, error) {
+func readSeal(path string, withMD5 bool) (fileSeal, error) {
 	lst, err := os.Lstat(path)
 	if err != nil {
 		return fileSeal{}, err
@@ -67,12 +69,21 @@ func readSeal(path string) (fileSeal, error) {
 	if !os.SameFile(lst, st) {
 		return fileSeal{}, fmt.Errorf("%s: replaced while being opened", path)
 	}
-	hm, hs := md5.New(), sha256.New()
-	n, err := io.Copy(io.MultiWriter(hm, hs), fh)
+	hs := sha256.New()
+	var w io.Writer = hs
+	hm := md5.New()
+	if withMD5 {
+		w = io.MultiWriter(hm, hs)
+	}
+	n, err := io.Copy(w, fh)
 	if err != nil {
 		return fileSeal{}, fmt.Errorf("reading %s: %w", path, err)
 	}
-	return fileSeal{size: n, md5: hex.EncodeToString(hm.Sum(nil)), sha256: hex.EncodeToString(hs.Sum(nil))}, nil
+	seal := fileSeal{size: n, sha256: hex.EncodeToString(hs.Sum(nil))}
+	if withMD5 {
+		seal.md5 = hex.EncodeToString(hm.Sum(nil))
+	}
+	return seal, nil
 }
 
 // sealDownload runs in the transfer goroutine after a download passed
@@ -81,7 +92,7 @@ func readSeal(path string) (fileSeal, error) {
 // signature over that MD5, and returns the seal to record. A file that
 // fails is removed at once so it can never be run.
 func sealDownload(path, wantMD5 string, checkSig bool, keyText, sigText string) (fileSeal, error) {
-	seal, err := readSeal(path)
+	seal, err := readSeal(path, true)
 	if err != nil {
 		_ = os.Remove(path)
 		return fileSeal{}, err
@@ -164,7 +175,7 @@ func (d *Daemon) fileProblem(f *boinc.FileInfo, hash bool) string {
 	if !hash || !f.Sealed() {
 		return ""
 	}
-	seal, err := readSeal(path)
+	seal, err := readSeal(path, false)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "missing"
@@ -183,7 +194,7 @@ func (d *Daemon) fileProblem(f *boinc.FileInfo, hash bool) string {
 // is verified again first as its download was (size, MD5, signature); it
 // returns what failed, or "".
 func (d *Daemon) sealUnsealed(f *boinc.FileInfo) string {
-	seal, err := readSeal(d.filePath(f))
+	seal, err := readSeal(d.filePath(f), true)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "missing"

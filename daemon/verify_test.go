@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -446,4 +447,106 @@ func TestUnsealedFilesAtStartup(t *testing.T) {
 			}
 		}
 	})
+}
+
+// fileCheckDaemon is a daemon with one project file, enough for the file
+// checks (no loop, no state file).
+func fileCheckDaemon(t testing.TB, data []byte) (*Daemon, *boinc.FileInfo) {
+	t.Helper()
+	d := &Daemon{opt: Options{DataDir: t.TempDir()}, st: newClientState(), log: slog.New(slog.DiscardHandler)}
+	f := &boinc.FileInfo{ProjectURL: "http://p.example/", Name: "app_1.0", NBytes: float64(len(data)), Status: boinc.FilePresent}
+	d.st.files[f.Key()] = f
+	if err := os.MkdirAll(filepath.Dir(d.filePath(f)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(d.filePath(f), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	seal, err := readSeal(d.filePath(f), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.SHA256, f.VerifiedBytes = seal.sha256, seal.size
+	return d, f
+}
+
+// What the check before a start sees, and what the cheaper start-up
+// check (no hash) lets through.
+func TestFileProblem(t *testing.T) {
+	orig := []byte("#!/bin/sh\necho hello\n")
+	for _, tc := range []struct {
+		name       string
+		damage     func(t *testing.T, path string)
+		want       string // substring of the problem with hashing; "" = fine
+		wantNoHash string
+	}{
+		{"untouched", func(*testing.T, string) {}, "", ""},
+		{"missing", func(t *testing.T, p string) { must(t, os.Remove(p)) }, "missing", "missing"},
+		{"truncated", func(t *testing.T, p string) { must(t, os.Truncate(p, 3)) }, "wrong size: 3 bytes, verified 21", "wrong size"},
+		{"same size", func(t *testing.T, p string) {
+			must(t, os.WriteFile(p, []byte("#!/bin/sh\necho HELLO\n"), 0o755))
+		}, "content changed since it was verified", ""},
+		{"replaced by a link to the same bytes", func(t *testing.T, p string) {
+			other := p + ".elsewhere"
+			must(t, os.WriteFile(other, orig, 0o755))
+			must(t, os.Remove(p))
+			must(t, os.Symlink(other, p))
+		}, "not a regular file", "not a regular file"},
+		{"replaced by a directory", func(t *testing.T, p string) {
+			must(t, os.Remove(p))
+			must(t, os.Mkdir(p, 0o755))
+		}, "not a regular file", "not a regular file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, f := fileCheckDaemon(t, orig)
+			tc.damage(t, d.filePath(f))
+			for _, c := range []struct {
+				hash bool
+				want string
+			}{{true, tc.want}, {false, tc.wantNoHash}} {
+				got := d.fileProblem(f, c.hash)
+				if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+					t.Errorf("fileProblem(hash=%v) = %q, want %q", c.hash, got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A file that failed is out of use: removed, not present, its hash and
+// transfer state forgotten, the reason kept for the task's error.
+func TestRefetchMarksFile(t *testing.T) {
+	d, f := fileCheckDaemon(t, []byte("data"))
+	f.Xfer.NumRetries = 2
+	d.refetch(f, "content changed", "before task start", "task_1")
+	if _, err := os.Lstat(d.filePath(f)); err == nil {
+		t.Error("the file that failed is still on disk")
+	}
+	if f.Status != boinc.FileNotPresent || f.LocalError != "content changed" || f.Sealed() || f.Xfer.NumRetries != 0 {
+		t.Errorf("after refetch: %+v", f)
+	}
+	if msg := refetchFailedMsg(f); !strings.Contains(msg, f.Name) || !strings.Contains(msg, "content changed") {
+		t.Errorf("task error message %q names neither the file nor the reason", msg)
+	}
+}
+
+// BenchmarkFileCheck10MB is the check before a task start of one 10 MB
+// file: lstat, open, fstat, read and SHA-256.
+func BenchmarkFileCheck10MB(b *testing.B) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 10<<20/16)
+	d, f := fileCheckDaemon(b, data)
+	b.SetBytes(int64(len(data)))
+	b.ResetTimer()
+	for range b.N {
+		if p := d.fileProblem(f, true); p != "" {
+			b.Fatal(p)
+		}
+	}
 }
