@@ -160,3 +160,36 @@ func assertNoInits(t *testing.T, dir string) {
 		}
 	}
 }
+
+// TestMoveAside: the explicit fresh start keeps the old file under a new
+// name, refuses while the file is held or missing, and the next Open is a
+// first start.
+func TestMoveAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "boincd.db")
+	if _, err := MoveAside(path, time.Now()); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("MoveAside of a missing file: %v, want not-exist", err)
+	}
+	s := openT(t, path)
+	if _, err := MoveAside(path, time.Now()); !errors.Is(err, ErrLocked) {
+		t.Fatalf("MoveAside of a held file: %v, want ErrLocked", err)
+	}
+	s.Close()
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 25, 17, 4, 5, 0, time.UTC)
+	dest, err := MoveAside(path, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := path + ".broken-20261125-170405"; dest != want {
+		t.Errorf("moved to %s, want %s", dest, want)
+	}
+	if fi, err := os.Stat(dest); err != nil || fi.Size() != 0 {
+		t.Fatalf("the moved file: %v %v", fi, err)
+	}
+	s = openT(t, path)
+	loadT(t, s)
+	s.Close()
+}

@@ -42,7 +42,7 @@ func newCorrupt(path string, cause error, format string, args ...any) error {
 }
 
 func (e *corruptError) Error() string {
-	return fmt.Sprintf("state file %s is corrupt (%s); it was left as is: move it away to start fresh, or restore a backup", e.path, e.detail)
+	return fmt.Sprintf("state file %s is corrupt (%s); it was left as is: restore a backup, or move it away to start fresh (boincd reset-state does)", e.path, e.detail)
 }
 
 func (e *corruptError) Unwrap() []error {

@@ -63,6 +63,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runImport(rest, stdout, stderr)
 	case "service":
 		return runService(rest, stdout, stderr)
+	case "reset-state":
+		return runResetState(rest, stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "boincd %d.%d.%d (BOINC client protocol)\n", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease)
 		return 0
@@ -83,6 +85,7 @@ func usage(w io.Writer) {
   boincd simulate [--seed N] [--days D] [--json] SCENARIO.toml  emulate the scheduler (sim/README.md)
   boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]  show a running client
   boincd import BOINC_DIR [--dir DIR] [--config FILE] [--dry_run]  take over a C++ BOINC client's data directory
+  boincd reset-state [--dir DIR]                     start fresh: move the state file aside (see --help)
   boincd service install|uninstall|start|stop|run [flags]  run as a Windows service (winsvc/README.md)
   boincd version
 Run "boincd run --help" for the daemon's flags.
