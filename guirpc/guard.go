@@ -18,7 +18,8 @@ import (
 //     most AuthTimeout; a remote one must authenticate within AuthTimeout.
 //     A new connection is never turned away for lack of room: the oldest
 //     pending connection of its own peer (when that peer is at its cap) or
-//     of the peer holding the most (when the pool is full) is closed.
+//     of the peer holding the most (when the pool is full) is closed,
+//     sparing those that had a request answered while others had none.
 //   - Authenticated connections (or all, with no password) have a pool of
 //     their own (MaxConns); when full, the one idle longest is closed, so
 //     whoever knows the password always gets in.
@@ -34,9 +35,9 @@ import (
 // Defaults of the connection guard.
 const (
 	// DefaultMaxPending bounds connections that have not authenticated.
-	DefaultMaxPending = 256
+	DefaultMaxPending = 1024
 	// DefaultMaxPendingPerPeer bounds one peer's pending connections.
-	DefaultMaxPendingPerPeer = 32
+	DefaultMaxPendingPerPeer = 256
 	// DefaultRequestTimeout is the time from a request's first byte to
 	// its \003.
 	DefaultRequestTimeout = 10 * time.Second
@@ -132,7 +133,7 @@ func (s *Server) admit(cc *conn, now time.Time) {
 	}
 	p := s.peer(cc.key)
 	if len(p.pending) >= s.cfg.MaxPendingPerPeer {
-		s.evict(p.pending[0], "pending connections of one peer at the limit")
+		s.evict(victim(p), "pending connections of one peer at the limit")
 	} else if s.npending >= s.cfg.MaxPending {
 		// Make room at the expense of the peer holding the most.
 		var big *peerState
@@ -142,12 +143,26 @@ func (s *Server) admit(cc *conn, now time.Time) {
 			}
 		}
 		if big != nil {
-			s.evict(big.pending[0], "pending connections at the limit")
+			s.evict(victim(big), "pending connections at the limit")
 		}
 	}
 	cc.class = classPending
 	p.pending = append(p.pending, cc)
 	s.npending++
+}
+
+// victim is the pending connection of p to close for room: the oldest
+// that has not sent one whole request yet (idle, trickling), else the
+// oldest. A client that has its first request answered (boinccmd's auth1)
+// so outlives any number of silent or trickling connections of the same
+// peer. Called with s.mu held.
+func victim(p *peerState) *conn {
+	for _, c := range p.pending {
+		if c.requests == 0 {
+			return c
+		}
+	}
+	return p.pending[0]
 }
 
 // addAuthed moves cc to the authenticated pool, closing the connection

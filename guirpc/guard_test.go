@@ -427,3 +427,55 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestRoomMadeFromSilentFirst: when one peer is at its cap, the
+// connections closed for room are those that never sent a whole request,
+// so a client whose first request was answered outlives any number of
+// silent connections of the same peer (the same account as the owner).
+func TestRoomMadeFromSilentFirst(t *testing.T) {
+	srv := startGuarded(t, Config{Backend: &fakeBackend{st: richState()}, Password: "pw",
+		MaxPendingPerPeer: 4}, nil)
+	addr := srv.Addr().String()
+	owner, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	_ = owner.SetDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(owner)
+	if _, err := owner.Write([]byte("<auth1/>\003")); err != nil {
+		t.Fatal(err)
+	}
+	a1, err := r.ReadString(3)
+	m := regexp.MustCompile(`<nonce>([^<]*)</nonce>`).FindStringSubmatch(a1)
+	if err != nil || m == nil {
+		t.Fatalf("auth1: %q, %v", a1, err)
+	}
+	for range 20 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	// Wait until the server has admitted them all (16 closed for room).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		srv.mu.Lock()
+		n := srv.npending
+		srv.mu.Unlock()
+		if n == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pending connections; want 4", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := owner.Write([]byte("<auth2><nonce_hash>" + md5hex(m[1]+"pw") + "</nonce_hash></auth2>\003")); err != nil {
+		t.Fatal(err)
+	}
+	if a2, err := r.ReadString(3); err != nil || !strings.Contains(a2, "<authorized/>") {
+		t.Fatalf("owner's auth2 after 20 silent connections of the same peer: %q, %v", a2, err)
+	}
+}

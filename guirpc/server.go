@@ -216,6 +216,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		cancel()
 		<-stopped
 		s.wg.Wait()
+		s.flushNotes(time.Now().Add(logEvery)) // the counts not yet logged
 		close(s.served)
 	}()
 
@@ -368,6 +369,7 @@ type conn struct {
 	// Guarded by s.mu.
 	class      connClass
 	lastActive time.Time
+	requests   int // whole requests received
 }
 
 // errClose ends a connection after the reply (if any) is sent.
@@ -412,6 +414,7 @@ func (s *Server) serveConn(ctx context.Context, cc *conn) {
 		}
 		s.mu.Lock()
 		cc.lastActive = time.Now()
+		cc.requests++
 		s.mu.Unlock()
 		reply, after, err := cc.handle(ctx, msg)
 		if reply != nil {
