@@ -338,12 +338,23 @@ func (s *statusSession) connect(ctx context.Context) error {
 // fetch gathers one snapshot. Any failure drops the connection so the next
 // refresh starts clean.
 func (s *statusSession) fetch(ctx context.Context) (*statusDoc, error) {
-	if s.c == nil {
+	fresh := s.c == nil
+	if fresh {
 		if err := s.connect(ctx); err != nil {
 			return nil, err
 		}
 	}
 	doc, err := s.query(ctx)
+	if err != nil && !fresh && ctx.Err() == nil {
+		// The server may have closed the connection while it sat idle
+		// between refreshes (boincd does after 10 s without a password,
+		// 30 s with one): try once more on a new one.
+		s.close()
+		if err := s.connect(ctx); err != nil {
+			return nil, err
+		}
+		doc, err = s.query(ctx)
+	}
 	if err != nil {
 		s.close()
 		return nil, err

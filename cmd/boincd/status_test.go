@@ -26,7 +26,10 @@ type opServer struct {
 	mu      sync.Mutex
 	ops     []string
 	served  chan string // every op served, when non-nil
-	wg      sync.WaitGroup
+	// closeAfter closes the connection after serving this op (as a
+	// server closes an idle one).
+	closeAfter string
+	wg         sync.WaitGroup
 }
 
 // lastFrame is the final reply of a capture (the op's, after auth1/auth2).
@@ -140,6 +143,9 @@ func (s *opServer) handle(c net.Conn) {
 		}
 		if s.served != nil {
 			s.served <- op
+		}
+		if op == s.closeAfter {
+			return
 		}
 	}
 }
@@ -473,5 +479,42 @@ func TestStatusAddressFromConfig(t *testing.T) {
 	}
 	if code, _, errs := runStatusCmd(t, context.Background(), "--config", filepath.Join(other, "missing.toml")); code != 1 || !strings.Contains(errs, "missing.toml") {
 		t.Errorf("a named config that is missing: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestStatusWatchReconnects: a watch whose connection the server closed
+// between refreshes (boincd closes an unauthenticated connection silent
+// for 10 s, an authenticated one after 30 s) reconnects at once instead
+// of showing an error for one refresh.
+func TestStatusWatchReconnects(t *testing.T) {
+	s := startOpServer(t, fixtureReplies(t))
+	s.closeAfter = "get_messages" // the last op of a refresh
+	s.served = make(chan string, 64)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n := 0
+		for op := range s.served {
+			if op == "get_messages" {
+				if n++; n == 3 {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	var out, errb bytes.Buffer
+	code := statusMain(ctx, []string{"--host", s.ln.Addr().String(), "--dir", t.TempDir(), "--watch", "0.05"}, &out, &errb)
+	<-done
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %s", code, errb.String())
+	}
+	if strings.Contains(out.String(), "retrying") {
+		t.Errorf("a refresh showed an error although the server was up:\n%s", out.String())
+	}
+	if n := strings.Count(out.String(), "PROJECTS (1)"); n < 2 {
+		t.Errorf("%d renders:\n%s", n, out.String())
 	}
 }
