@@ -50,6 +50,22 @@
 // process-wide change would race the daemon's own file creation; what an
 // app writes is private anyway, as its slot is 0700.
 //
+// A task's whole process tree dies with the daemon, however the daemon
+// ends (kill -9, a crash, the OOM killer). Pdeathsig reaches only the
+// process the daemon started, not a wrapper's worker or a script's
+// `sleep 240 &`; so on Unix the Runner also starts one task reaper (the
+// running binary again, with the argument "boincd-task-reaper", in a
+// process group of its own) and tells it, over a pipe, each task's
+// process group as the task starts and ends. When the pipe reaches end of
+// file the reaper SIGKILLs every group still registered, says so on its
+// stderr (the daemon's, so the journal under systemd) and exits. If the
+// reaper died too, NewRunner kills whatever still works in a slot
+// directory and logs each process ("killed a process left running by a
+// previous boincd", with slot, pid, process group, command line and uid).
+// A process that made itself a session of its own (setsid) escapes both,
+// as it escapes the group kill; cgroups would catch it, but are not
+// delegated to the daemon in most containers.
+//
 // Platforms: Linux is the reference (process groups, Pdeathsig, waitid
 // WNOWAIT so a group is never killed after its id could be reused, /proc
 // for CPU time, working set and orphan detection). Other Unix systems get

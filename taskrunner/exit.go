@@ -56,6 +56,7 @@ func (r *Runner) wait(t *task) {
 	if waitExitNoReap(t.pid) {
 		markExited()
 		killGroupLeftovers(t.pid, t.job)
+		r.reap.unwatch(t.pid) // before the reap frees the group id
 		waitErr = t.cmd.Wait()
 	} else {
 		// Elsewhere the exit is only seen by reaping; signals sent in the
@@ -65,6 +66,7 @@ func (r *Runner) wait(t *task) {
 		waitErr = t.cmd.Wait()
 		markExited()
 		killGroupLeftovers(t.pid, t.job)
+		r.reap.unwatch(t.pid)
 	}
 	// Nothing signals the job any more: markExited made killTree a no-op.
 	closeJob(t.job)

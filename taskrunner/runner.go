@@ -221,6 +221,8 @@ type Runner struct {
 	dataDir string
 	done    chan struct{} // closed by StopAll: event sends stop blocking
 	wg      sync.WaitGroup
+	// reap kills the tasks' process groups if the daemon dies (Unix).
+	reap *reaper
 
 	mu       sync.Mutex
 	tasks    map[string]*task
@@ -262,10 +264,14 @@ func NewRunner(cfg Config) (*Runner, error) {
 		cfg.DiskCheckInterval = DefaultDiskCheckInterval
 	}
 	cfg.DataDir = filepath.Clean(cfg.DataDir)
+	// Nothing of this runner runs yet: whatever works in a slot was left
+	// by a daemon that died (and its reaper with it).
+	killLeftovers(cfg.DataDir, cfg.Logger)
 	return &Runner{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		dataDir: cfg.DataDir,
+		reap:    newReaper(cfg.Logger),
 		done:    make(chan struct{}),
 		tasks:   make(map[string]*task),
 		busy:    make(map[int]string),
@@ -961,6 +967,7 @@ wait:
 	r.mu.Unlock()
 	close(r.done)
 	r.wg.Wait()
+	r.reap.stop()
 }
 
 // send delivers an event: at once if the channel has room, else until the

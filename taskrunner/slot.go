@@ -397,6 +397,8 @@ func (r *Runner) launch(t *task, spec TaskSpec) error {
 		return fmt.Errorf("exec %s: %w", t.cmd.Path, err)
 	}
 	t.pid = t.cmd.Process.Pid
+	// The group dies with the daemon, however the daemon ends.
+	r.reap.watch(t.pid, t.slot, t.name)
 	// Until the process is in its Job Object (Windows), a child it starts
 	// at once would escape the job: os/exec cannot start it suspended.
 	job, err := newJob(t.cmd.Process)
