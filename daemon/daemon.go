@@ -90,6 +90,10 @@ type Options struct {
 	// called inside every commit right before bbolt writes it. Crash tests
 	// kill the process there; production leaves it nil.
 	StateCommitHook func()
+	// StateReserve is the disk space (bytes) kept in ReserveFileName so
+	// that a scheduler reply can be saved on a full disk (persist.go);
+	// 0 means DefaultStateReserve, negative none.
+	StateReserve int64
 }
 
 func (o *Options) setDefaults() {

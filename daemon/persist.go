@@ -1,7 +1,12 @@
 package daemon
 
 import (
+	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 )
 
@@ -12,6 +17,32 @@ import (
 // at the first event after space returns.
 const persistBackoffMax = time.Minute
 
+// The state reserve: a file of DefaultStateReserve bytes, allocated on
+// disk, kept in the data directory so that a scheduler reply can always be
+// saved. A reply hands over new tasks (the server counts them as sent to
+// this host) and acknowledges reported results; lost before it is on disk,
+// the tasks are gone and the results reported again. So:
+//
+//   - no scheduler request goes out unless the reserve is in place (and
+//     the last commit worked): if the disk fills while the reply is on its
+//     way or being saved, the commit that fails for want of space releases
+//     the reserve and is retried at once into the space it freed;
+//   - while a request is in flight the reserve is kept for its reply:
+//     other commits failing meanwhile wait (their changes stay batched and
+//     go with the reply's commit);
+//   - once spent, the reserve is made again as soon as there is room, and
+//     until then no request goes out.
+//
+// 16 MiB is the largest reply the client reads (rpcclient's cap); the
+// state a reply adds is its own content re-encoded, so it fits, with
+// bbolt's copy-on-write pages, unless a reply near the cap is almost all
+// new entities. What the reserve cannot guarantee is that nothing else on
+// the machine takes the freed space first.
+const (
+	ReserveFileName     = "boincd.db.reserve"
+	DefaultStateReserve = 16 << 20
+)
+
 // persistState is the flush path's memory of a failure episode.
 type persistState struct {
 	failing   bool
@@ -21,6 +52,12 @@ type persistState struct {
 	lastError string
 	// removals wait for the commit of the changes batched before them.
 	removals []string
+
+	// reserveOK: the reserve file holds its full size (or none is
+	// wanted). reserveLost: an episode without it was logged.
+	reserveOK, reserveLost bool
+	reserveFailures        int
+	reserveNextTry         time.Time
 }
 
 // removeAfterCommit deletes path once the changes batched so far are on
@@ -42,23 +79,47 @@ func (d *Daemon) removePending() {
 	d.persist.removals = d.persist.removals[:0]
 }
 
+// stateAtRisk says whether a scheduler reply arriving now might not be
+// saved: the last commit failed, or the reserve is not in place. No
+// scheduler request is sent while it holds.
+func (d *Daemon) stateAtRisk() bool {
+	return d.flushFailing || !d.persist.reserveOK
+}
+
+// commitNow drops the retry backoff of a failing state write, so that the
+// next flush tries at once: a scheduler reply was just applied.
+func (d *Daemon) commitNow() { d.persist.nextTry = time.Time{} }
+
 // flush commits the pending batch. While it fails (disk full, read-only
 // directory) no new action is started, so nothing is acted on that is not
 // on disk; the batch is kept and retried with backoff. Each failure
 // episode is logged once when it starts (naming the file and the
 // operating system's error), again only if the error changes, and once
-// when writes work again.
+// when writes work again. A commit that fails because the disk is full
+// spends the state reserve, unless a scheduler request is in flight and
+// the reserve is kept for its reply.
 func (d *Daemon) flush() bool {
+	now := time.Now()
 	if d.batch.Len() == 0 {
 		d.removePending()
+		d.keepReserve(now)
 		return true
 	}
-	now := time.Now()
 	ps := &d.persist
 	if ps.failing && now.Before(ps.nextTry) {
 		return false
 	}
 	err := d.store.Commit(&d.batch)
+	if err != nil && diskFull(err) && (d.rpc == nil || d.rpc.master) && d.releaseReserve() {
+		pending := d.batch.Len()
+		err = d.store.Commit(&d.batch)
+		if err == nil {
+			d.log.Warn("the disk is full: saved the client state into the space kept in reserve; no scheduler requests until the reserve can be made again",
+				slog.String("file", d.store.Path()),
+				slog.String("reserve", d.reservePath()),
+				slog.Int("saved_changes", pending))
+		}
+	}
 	if err == nil {
 		d.removePending()
 		if ps.failing {
@@ -66,12 +127,13 @@ func (d *Daemon) flush() bool {
 				slog.String("file", d.store.Path()),
 				slog.Int("failed_attempts", ps.failures),
 				slog.Duration("failing_for", now.Sub(ps.since).Round(time.Millisecond)))
-			*ps = persistState{removals: ps.removals}
+			ps.failing, ps.since, ps.failures, ps.nextTry, ps.lastError = false, time.Time{}, 0, time.Time{}, ""
 			d.flushFailing = false
 			// Clear the health warning now rather than at the next
 			// periodic check.
 			d.health.lastCheck = now.Add(-healthCheckPeriod)
 		}
+		d.keepReserve(now)
 		return true
 	}
 	ps.failures++
@@ -95,4 +157,80 @@ func (d *Daemon) flush() bool {
 		d.health.lastCheck = now.Add(-healthCheckPeriod)
 	}
 	return false
+}
+
+// diskFull says whether a commit failed for want of space on the file
+// system (not a file size limit: freeing space does not help there).
+func diskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	// bbolt formats some I/O errors with %s, dropping the errno.
+	msg := err.Error()
+	return strings.Contains(msg, syscall.ENOSPC.Error()) || strings.Contains(msg, syscall.EDQUOT.Error())
+}
+
+func (d *Daemon) reservePath() string { return filepath.Join(d.opt.DataDir, ReserveFileName) }
+
+func (d *Daemon) reserveSize() int64 {
+	switch {
+	case d.opt.StateReserve < 0:
+		return 0
+	case d.opt.StateReserve == 0:
+		return DefaultStateReserve
+	}
+	return d.opt.StateReserve
+}
+
+// releaseReserve frees the reserve's space for the commit about to be
+// retried; it says whether there was any.
+func (d *Daemon) releaseReserve() bool {
+	ps := &d.persist
+	if !ps.reserveOK || d.reserveSize() == 0 {
+		return false
+	}
+	ps.reserveOK = false
+	ps.reserveNextTry = time.Time{}
+	if err := os.Remove(d.reservePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		d.log.Error("cannot remove the state reserve", slog.String("file", d.reservePath()), slog.Any("err", err))
+		return false
+	}
+	return true
+}
+
+// keepReserve makes the reserve when it is missing (at start, and after it
+// was spent), retrying with the state write's backoff while there is no
+// room; the first failure of an episode is logged, and the return.
+func (d *Daemon) keepReserve(now time.Time) {
+	ps := &d.persist
+	size := d.reserveSize()
+	if ps.reserveOK || now.Before(ps.reserveNextTry) {
+		return
+	}
+	if size == 0 {
+		ps.reserveOK = true
+		return
+	}
+	path := d.reservePath()
+	if err := preallocate(path, size); err != nil {
+		// A partly allocated reserve would only take space from the
+		// state it exists for.
+		_ = os.Remove(path)
+		ps.reserveFailures++
+		wait := d.opt.PollInterval << min(ps.reserveFailures-1, 16)
+		ps.reserveNextTry = now.Add(min(wait, persistBackoffMax, 60*d.opt.PollInterval))
+		if !ps.reserveLost {
+			ps.reserveLost = true
+			d.log.Warn("cannot keep disk space in reserve for saving scheduler replies (disk full?): no scheduler requests until there is room",
+				slog.String("file", path), slog.Int64("bytes", size), slog.Any("err", err))
+		}
+		return
+	}
+	ps.reserveOK = true
+	ps.reserveFailures = 0
+	if ps.reserveLost {
+		ps.reserveLost = false
+		d.log.Info("disk space for saving scheduler replies is in reserve again; scheduler requests resume",
+			slog.String("file", path), slog.Int64("bytes", size))
+	}
 }

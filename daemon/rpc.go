@@ -50,7 +50,7 @@ const (
 // C++ client's order of priority: master page fetches, user or first-contact
 // requests, project-requested RPCs, overdue reports, then work fetch.
 func (d *Daemon) maybeRPC(now time.Time) {
-	if d.rpc != nil || d.flushFailing || d.networkSuspended(now) {
+	if d.rpc != nil || d.stateAtRisk() || d.networkSuspended(now) {
 		return
 	}
 	projects := d.st.sortedProjects()
@@ -345,6 +345,10 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 
 func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	d.rpc = nil
+	// Whatever the reply holds (new tasks, acks, a host id) is saved at
+	// once, even while state writes are failing and backing off; the
+	// reserve kept for it makes room on a full disk (persist.go).
+	d.commitNow()
 	p := d.st.projects[ev.project]
 	if p == nil {
 		return

@@ -57,6 +57,12 @@ type childOptions struct {
 	// RLIMIT_FSIZE the parent sets fail with EFBIG instead of killing the
 	// child (disk-full tests).
 	IgnoreFileSizeSignal bool `json:"ignore_sigxfsz"`
+	// FillTrigger names a file the parent may write (fillhook_test.go):
+	// the child's next state commit then fills the disk itself, from
+	// inside the commit.
+	FillTrigger string `json:"fill_trigger"`
+	// StateReserve is daemon.Options.StateReserve (0: the default).
+	StateReserve int64 `json:"state_reserve"`
 }
 
 func TestMain(m *testing.M) {
@@ -116,7 +122,8 @@ func runChild(spec string) int {
 		// client on the machine) would fight over it.
 		GUIRPCAddr:           cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),
 		IgnoreHostConditions: true,
-		StateCommitHook:      commitCrasher(o.CrashAtCommit, o.CrashAfterWrites),
+		StateReserve:         o.StateReserve,
+		StateCommitHook:      chainHooks(commitCrasher(o.CrashAtCommit, o.CrashAfterWrites), diskFillHook(o.FillTrigger)),
 	})
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))
