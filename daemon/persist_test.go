@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/statefile"
 )
 
@@ -108,4 +110,107 @@ func TestFlushFailureEpisode(t *testing.T) {
 	if !strings.Contains(logs.String(), "state writes work again") || !strings.Contains(logs.String(), path) {
 		t.Errorf("no recovery message naming %s:\n%s", path, logs.String())
 	}
+}
+
+// TestReserveGatesRequests: without the state reserve in place no
+// scheduler request may go out (stateAtRisk); the daemon says so once,
+// retries, and says when the reserve is back.
+func TestReserveGatesRequests(t *testing.T) {
+	var logs bytes.Buffer
+	d := persistDaemon(t, &logs)
+	d.opt.StateReserve = 64 << 10
+	// A directory under the reserve's name: the reserve cannot be made,
+	// as on a full disk.
+	blocker := filepath.Join(d.opt.DataDir, ReserveFileName)
+	if err := os.MkdirAll(filepath.Join(blocker, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		d.flush()
+		time.Sleep(15 * time.Millisecond)
+	}
+	if !d.stateAtRisk() {
+		t.Fatal("no reserve, yet requests are allowed")
+	}
+	if n := strings.Count(logs.String(), "cannot keep disk space in reserve"); n != 1 {
+		t.Errorf("the missing reserve was logged %d times, want once:\n%s", n, logs.String())
+	}
+	if err := os.RemoveAll(blocker); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for d.stateAtRisk() && time.Now().Before(deadline) {
+		d.flush()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if d.stateAtRisk() {
+		t.Fatalf("the reserve was not made again:\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "in reserve again; scheduler requests resume") {
+		t.Errorf("the reserve's return was not logged:\n%s", logs.String())
+	}
+	if fi, err := os.Stat(blocker); err != nil || fi.Size() != 64<<10 {
+		t.Fatalf("reserve file: %v %v", fi, err)
+	}
+	// Released for a commit, it is gone and requests wait again.
+	if !d.releaseReserve() || !d.stateAtRisk() {
+		t.Fatal("releaseReserve did not release")
+	}
+	if _, err := os.Stat(blocker); !os.IsNotExist(err) {
+		t.Fatalf("the released reserve is still there: %v", err)
+	}
+}
+
+// TestReserveFitsFullQueueReply measures what saving a reply that fills a
+// project's queue to the client's cap (maxQueuedJobs new tasks, each with
+// its workunit, three input files and an output file, sizes as real
+// projects send) adds to the state file, and checks that it fits in the
+// default reserve.
+func TestReserveFitsFullQueueReply(t *testing.T) {
+	var logs bytes.Buffer
+	d := persistDaemon(t, &logs)
+	const url = "https://einstein.phys.uwm.edu/"
+	pad := strings.Repeat("x", 200)
+	d.batch.PutProject(&boinc.Project{MasterURL: url, ProjectName: "Einstein@Home", ProjectPrefs: pad})
+	if !d.flush() {
+		t.Fatal("first commit failed")
+	}
+	before := allocSizeOf(t, d.store.Path())
+	for i := range maxQueuedJobs {
+		wu := fmt.Sprintf("h1_1474.55_O3aC01Cl1In0__O3ASHF1d_1475.00Hz_%d", 100000+i)
+		var inputs []boinc.FileRef
+		for k := range 3 {
+			name := fmt.Sprintf("%s_in%d_%s", wu, k, pad[:40])
+			d.batch.PutFile(&boinc.FileInfo{ProjectURL: url, Name: name,
+				DownloadURLs: []string{"https://einstein-dl.phys.uwm.edu/download/" + name, "https://einstein-dl2.aei.uni-hannover.de/download/" + name},
+				MD5:          "0123456789abcdef0123456789abcdef", NBytes: 4e6, FileSignature: pad})
+			inputs = append(inputs, boinc.FileRef{FileName: name, OpenName: fmt.Sprintf("in%d", k)})
+		}
+		out := wu + "_1_0"
+		d.batch.PutFile(&boinc.FileInfo{ProjectURL: url, Name: out, UploadURLs: []string{"https://einsteinathome.org/cgi-bin/file_upload_handler"},
+			MaxNBytes: 1e8, XMLSignature: pad + pad})
+		d.batch.PutWorkunit(&boinc.Workunit{ProjectURL: url, Name: wu, AppName: "einstein_O3AS",
+			CommandLine: "--Freq=1475.0 --FreqBand=0.05 --dFreq=6.7e-7 " + pad, InputFiles: inputs,
+			RscFpopsEst: 1.5e14, RscFpopsBound: 3e15, RscMemoryBound: 1e9, RscDiskBound: 1e9})
+		d.batch.PutResult(&boinc.Result{ProjectURL: url, Name: wu + "_1", WUName: wu, VersionNum: 106, PlanClass: "GW-opencl-nvidia",
+			OutputFiles: []boinc.FileRef{{FileName: out, OpenName: "out"}}, Slot: -1,
+			ReportDeadline: time.Now().Add(14 * 24 * time.Hour), ReceivedTime: time.Now()})
+	}
+	if !d.flush() {
+		t.Fatalf("commit failed:\n%s", logs.String())
+	}
+	grew := allocSizeOf(t, d.store.Path()) - before
+	t.Logf("a reply of %d new tasks (4 files each) grew the state file by %.1f MiB; the reserve is %d MiB", maxQueuedJobs, float64(grew)/(1<<20), DefaultStateReserve>>20)
+	if grew >= DefaultStateReserve {
+		t.Errorf("a full-queue reply needs %d bytes, more than the %d-byte reserve", grew, DefaultStateReserve)
+	}
+}
+
+func allocSizeOf(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(allocSize(fi))
 }
