@@ -2,6 +2,7 @@ package guirpc
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -379,7 +380,9 @@ func opQuit(_ context.Context, s *Server, _ *request, w *xw) func(context.Contex
 	// order lets the reply out before the daemon shuts the server down.
 	w.line("<success/>")
 	return func(ctx context.Context) {
-		if err := s.cfg.Backend.Do(ctx, Quit{}); err != nil {
+		// The quit itself cancels ctx as the daemon stops: that is
+		// success, not a failure to report.
+		if err := s.cfg.Backend.Do(ctx, Quit{}); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Warn("GUI RPC quit failed", slog.Any("err", err))
 		}
 	}
