@@ -30,7 +30,9 @@ import (
 // daemon restart, a restart after preemption or a premature exit) each
 // app-version file and input file of the task must exist as a regular file
 // with that size and hash. At start-up every present file must exist with
-// its size (the C++ client's check_file_existence). A file that fails is
+// its size (the C++ client's check_file_existence). A file verified by a
+// boincd that kept no hashes is verified again (size, MD5, signature) and
+// hashed before the first task start that needs it. A file that fails is
 // not used: it is removed, marked for download again (the normal download,
 // with its MD5 and signature checks), and the event is logged as an error
 // naming the project, the file and what differed. Tasks wait for it; if it
@@ -190,9 +192,10 @@ func (d *Daemon) fileProblem(f *boinc.FileInfo, hash bool) string {
 }
 
 // sealUnsealed records the hash of a present file that has none: one
-// verified by a boincd that did not record hashes, or imported. The file
-// is verified again first as its download was (size, MD5, signature); it
-// returns what failed, or "".
+// verified by a boincd that did not record hashes, or imported. It runs
+// before the first task start that needs the file; the file is verified
+// again first as its download was (size, MD5, signature). It returns what
+// failed, or "".
 func (d *Daemon) sealUnsealed(f *boinc.FileInfo) string {
 	seal, err := readSeal(d.filePath(f), true)
 	switch {
@@ -287,10 +290,12 @@ func (d *Daemon) checkTaskFiles(r *boinc.Result) bool {
 }
 
 // checkFilesAtStartup is the start-up check (the C++ client's
-// check_file_existence): every present file must exist with its verified
-// size; files verified before hashes were kept are verified again and
-// hashed once. Content hashes are compared before each task start, not
-// here.
+// check_file_existence): every present file must exist as a regular file
+// with its verified (or, before hashes were kept, its announced) size.
+// It reads no file, so start-up stays quick however much data the
+// projects keep here: content hashes are compared before each task start,
+// and a file verified before hashes were kept is verified again (MD5,
+// signature) and hashed the first time a task needs it.
 func (d *Daemon) checkFilesAtStartup() {
 	keys := make([]string, 0, len(d.st.files))
 	for k, f := range d.st.files {
@@ -301,13 +306,7 @@ func (d *Daemon) checkFilesAtStartup() {
 	sort.Strings(keys)
 	for _, k := range keys {
 		f := d.st.files[k]
-		problem := ""
-		if !f.Sealed() {
-			problem = d.sealUnsealed(f)
-		} else {
-			problem = d.fileProblem(f, false)
-		}
-		if problem != "" {
+		if problem := d.fileProblem(f, false); problem != "" {
 			d.refetch(f, problem, "at start-up", "")
 		}
 	}
