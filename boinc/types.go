@@ -2,6 +2,13 @@ package boinc
 
 import "time"
 
+// GUIURL is one <gui_url> of a project's gui_urls.xml: a web link.
+type GUIURL struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	URL         string `json:"url"`
+}
+
 // Project is one attached project and everything the client remembers about
 // talking to it. Backoffs and failure counters are persisted so a restart
 // does not hammer a failing server (the C++ client forgets them).
@@ -43,6 +50,9 @@ type Project struct {
 	HostExpavgCredit   float64   `json:"host_expavg_credit,omitempty"`
 	CrossProjectID     string    `json:"cross_project_id,omitempty"`
 	ProjectPrefs       string    `json:"project_prefs,omitempty"`
+	// GUIURLs are the project's web links from its last reply that had
+	// them, which BOINC Manager lists for the project.
+	GUIURLs []GUIURL `json:"gui_urls,omitempty"`
 	DCF                float64   `json:"dcf,omitempty"`
 	DontUseDCF         bool      `json:"dont_use_dcf,omitempty"`
 	NoRscApps          []string  `json:"no_rsc_apps,omitempty"`

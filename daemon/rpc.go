@@ -482,6 +482,9 @@ func (d *Daemon) applyProjectInfo(p *boinc.Project, rep *rpcclient.SchedulerRepl
 	if rep.ProjectPrefs != "" {
 		p.ProjectPrefs = rep.ProjectPrefs
 	}
+	if rep.HasGUIURLs {
+		p.GUIURLs = rep.GUIURLs
+	}
 	if rep.HostID != 0 && rep.HostID != p.HostID {
 		p.HostID = rep.HostID
 		p.RPCSeqno = 0

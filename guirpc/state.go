@@ -103,8 +103,6 @@ type ProjectInfo struct {
 	UploadBackoffUntil   time.Time
 	// ProjectDir is the absolute path of the project directory.
 	ProjectDir string
-	// GUIURLs is the project's raw <gui_urls> element, if any.
-	GUIURLs    string
 	Statistics []DailyStats
 }
 

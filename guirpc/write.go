@@ -296,8 +296,19 @@ func writeProject(w *xw, s *State, p *ProjectInfo) {
 			}
 		}
 	}
-	if p.GUIURLs != "" {
-		w.line(strings.TrimRight(p.GUIURLs, "\n"))
+	if len(p.GUIURLs) > 0 {
+		// The C++ client passes the server's text through; boincd writes
+		// the links it parsed, escaped, so a project cannot put markup into
+		// the Manager's view of the client.
+		w.line("<gui_urls>")
+		for _, u := range p.GUIURLs {
+			w.line("    <gui_url>")
+			w.str("        ", "name", u.Name)
+			w.str("        ", "description", u.Description)
+			w.str("        ", "url", u.URL)
+			w.line("    </gui_url>")
+		}
+		w.line("</gui_urls>")
 	}
 	w.f(in, "sched_priority", p.SchedPriority)
 	w.f(in, "project_files_downloaded_time", 0)

@@ -1,6 +1,12 @@
 package rpcclient
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+	"strings"
+
+	"github.com/boincd/boincd/boinc"
+)
 
 // Elements whose content the C++ client copies raw up to the first end tag
 // (XML_PARSER::element_contents, copy_element_contents) instead of parsing
@@ -107,4 +113,104 @@ func opaqueAt(src []byte, i int) []byte {
 		}
 	}
 	return nil
+}
+
+// Limits on a project's web links: the Manager shows them in a menu.
+const (
+	maxGUIURLs     = 100
+	maxGUIURLField = 2048
+)
+
+// parseGUIURLs reads the <gui_url> entries of a <gui_urls> body as the C++
+// client's GUI_URL parser does: each field is the text up to its end tag,
+// entities decoded by xml_unescape's rules, whatever else it holds (a user
+// name with "<" pasted in by the server) kept as text. Only http and https
+// links are kept: the Manager opens them in a browser.
+func parseGUIURLs(body string) []boinc.GUIURL {
+	var out []boinc.GUIURL
+	for len(out) < maxGUIURLs {
+		i := strings.Index(body, "<gui_url>")
+		if i < 0 {
+			break
+		}
+		body = body[i+len("<gui_url>"):]
+		j := strings.Index(body, "</gui_url>")
+		if j < 0 {
+			break
+		}
+		entry := body[:j]
+		body = body[j+len("</gui_url>"):]
+		u := boinc.GUIURL{
+			Name:        guiField(entry, "name"),
+			Description: guiField(entry, "description"),
+			URL:         guiField(entry, "url"),
+		}
+		low := strings.ToLower(u.URL)
+		if u.Name == "" || !strings.HasPrefix(low, "http://") && !strings.HasPrefix(low, "https://") {
+			continue
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func guiField(entry, tag string) string {
+	i := strings.Index(entry, "<"+tag+">")
+	if i < 0 {
+		return ""
+	}
+	v := entry[i+len(tag)+2:]
+	j := strings.Index(v, "</"+tag+">")
+	if j < 0 {
+		return ""
+	}
+	v = strings.TrimSpace(xmlUnescape(v[:j]))
+	if len(v) > maxGUIURLField {
+		v = v[:maxGUIURLField]
+	}
+	return strings.ToValidUTF8(v, "\uFFFD")
+}
+
+// xmlUnescape is the C++ client's xml_unescape: the five predefined
+// entities and numeric references are decoded, anything else starting with
+// '&' is kept as it is.
+func xmlUnescape(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '&' {
+			b.WriteByte(s[i])
+			continue
+		}
+		rest := s[i:]
+		decoded := false
+		for _, e := range [...]struct{ ent, ch string }{{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}} {
+			if strings.HasPrefix(rest, e.ent) {
+				b.WriteString(e.ch)
+				i += len(e.ent) - 1
+				decoded = true
+				break
+			}
+		}
+		if decoded {
+			continue
+		}
+		if strings.HasPrefix(rest, "&#") {
+			if end := strings.IndexByte(rest, ';'); end > 2 && end < 10 {
+				num, base := rest[2:end], 10
+				if num[0] == 'x' || num[0] == 'X' {
+					num, base = num[1:], 16
+				}
+				if n, err := strconv.ParseUint(num, base, 32); err == nil && xmlChar(rune(n)) {
+					b.WriteRune(rune(n))
+					i += end
+					continue
+				}
+			}
+		}
+		b.WriteByte('&')
+	}
+	return b.String()
 }

@@ -36,15 +36,22 @@ func TestRealServerReplies(t *testing.T) {
 		results  int
 		acks     int
 		messages []string
-		guiURLs  []string // substrings of GUIURLs
+		guiURLs  []string // "name|description|url" of each web link
 		fast     bool     // the fast tokenizer reads it without falling back
 	}{
-		{file: "first_contact_with_work.xml", hostID: 3, results: 1, guiURLs: []string{"<name>Your account</name>"}, fast: true},
+		{file: "first_contact_with_work.xml", hostID: 3, results: 1, guiURLs: []string{
+			"Message boards|Correspond with other users on the Real-server harness rstest message boards|http://127.0.0.1:33080/rstest/forum_index.php",
+			"Your account|View your account information|http://127.0.0.1:33080/rstest/home.php",
+			"Your tasks|View the last week or so of computational work|http://127.0.0.1:33080/rstest/results.php?userid=3",
+		}, fast: true},
 		{file: "first_contact_no_work.xml", hostID: 3, messages: []string{"Project has no tasks available"}, fast: true},
 		{file: "work_fetch_13_jobs.xml", results: 13, acks: 2, fast: true},
 		{file: "report_acks_no_work.xml", acks: 2, messages: []string{"Project has no tasks available"}, fast: true},
 		{file: "sloppy_names_in_gui_urls.xml", hostID: 3, results: 1,
-			guiURLs: []string{`Info about R&D <Lab> "the best"`, "home.php?name=Tom & Jerry <3</url>"}},
+			guiURLs: []string{
+				`Team|Info about R&D <Lab> "the best"|http://127.0.0.1:33080/rstest/team_display.php?teamid=7`,
+				"Your account|Account of Tom & Jerry <3|http://127.0.0.1:33080/rstest/home.php?name=Tom & Jerry <3",
+			}},
 		{file: "sloppy_messages.xml", hostID: 3, results: 1, messages: []string{
 			`Your client is old.<br>See <a href="http://127.0.0.1:33080/rstest/download.php?os=linux&v=7">the download page</a>`,
 			"No tasks for CPU & GPU: 50% of the quota used",
@@ -81,10 +88,17 @@ func TestRealServerReplies(t *testing.T) {
 			if strings.Join(got, "\n") != strings.Join(tc.messages, "\n") {
 				t.Errorf("messages\n%q\nwant\n%q", got, tc.messages)
 			}
-			for _, s := range tc.guiURLs {
-				if !strings.Contains(r.GUIURLs, s) {
-					t.Errorf("gui_urls lacks %q:\n%s", s, r.GUIURLs)
+			if tc.guiURLs != nil {
+				var links []string
+				for _, u := range r.GUIURLs {
+					links = append(links, u.Name+"|"+u.Description+"|"+u.URL)
 				}
+				if strings.Join(links, "\n") != strings.Join(tc.guiURLs, "\n") {
+					t.Errorf("web links\n%s\nwant\n%s", strings.Join(links, "\n"), strings.Join(tc.guiURLs, "\n"))
+				}
+			}
+			if !r.HasGUIURLs {
+				t.Errorf("no <gui_urls> seen")
 			}
 			if strings.Contains(string(data), "rss_feeds") && strings.HasPrefix(tc.file, "first_contact") && !strings.Contains(string(data), feed) {
 				t.Errorf("capture lost its stock feed URL")
@@ -125,5 +139,17 @@ func TestBareAmpersand(t *testing.T) {
 		} else if std.ProjectName != tc.want {
 			t.Errorf("%q: encoding/xml path %q, want %q", tc.in, std.ProjectName, tc.want)
 		}
+	}
+}
+
+func TestParseGUIURLs(t *testing.T) {
+	body := `<gui_url><name>a &amp; b</name><description>x &#65;&#x42; &nbsp; &c</description><url>https://x/?a=1&amp;b=2</url></gui_url>
+<gui_url><name>evil</name><url>javascript:alert(1)</url></gui_url>
+<gui_url><name>file</name><url> file:///etc/passwd </url></gui_url>
+<gui_url><description>no name</description><url>http://x/</url></gui_url>
+<gui_url><name>unterminated</name><url>http://x/`
+	got := parseGUIURLs(body)
+	if len(got) != 1 || got[0].Name != "a & b" || got[0].Description != "x AB &nbsp; &c" || got[0].URL != "https://x/?a=1&b=2" {
+		t.Errorf("got %+v", got)
 	}
 }

@@ -66,9 +66,10 @@ type SchedulerReply struct {
 	ResultAbortsIfNotStarted []string
 	DeleteFileInfos          []string
 	Messages                 []Message
-	// GUIURLs is the content of <gui_urls> as the server wrote it: the
-	// project's web links that BOINC Manager shows.
-	GUIURLs string
+	// GUIURLs are the project's web links that BOINC Manager shows, when
+	// the reply has <gui_urls> (HasGUIURLs).
+	GUIURLs    []boinc.GUIURL
+	HasGUIURLs bool
 
 	ProjectIsDown    bool
 	Ended            bool
@@ -537,7 +538,7 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 	case "gui_urls":
 		var s string
 		if s, err = p.opaqueText(t); err == nil {
-			r.GUIURLs = strings.TrimSpace(s)
+			r.GUIURLs, r.HasGUIURLs = parseGUIURLs(s), true
 		}
 	case "message_ack":
 		r.MessageAck, err = p.bool(t)
