@@ -34,31 +34,31 @@ type Project struct {
 	// changed and does not undo what the volunteer set over GUI RPC.
 	ConfigDigest string `json:"config_digest,omitempty"`
 
-	SchedulerURLs      []string  `json:"scheduler_urls,omitempty"`
-	MasterFetchPending bool      `json:"master_fetch_pending,omitempty"`
-	MasterFailures     int       `json:"master_failures,omitempty"`
-	HostID             int64     `json:"hostid,omitempty"`
-	RPCSeqno           int64     `json:"rpc_seqno,omitempty"`
-	CodeSignKey        string    `json:"code_sign_key,omitempty"`
-	UserName           string    `json:"user_name,omitempty"`
-	TeamName           string    `json:"team_name,omitempty"`
-	UserID             int64     `json:"userid,omitempty"`
-	TeamID             int64     `json:"teamid,omitempty"`
-	UserTotalCredit    float64   `json:"user_total_credit,omitempty"`
-	UserExpavgCredit   float64   `json:"user_expavg_credit,omitempty"`
-	HostTotalCredit    float64   `json:"host_total_credit,omitempty"`
-	HostExpavgCredit   float64   `json:"host_expavg_credit,omitempty"`
-	CrossProjectID     string    `json:"cross_project_id,omitempty"`
-	ProjectPrefs       string    `json:"project_prefs,omitempty"`
+	SchedulerURLs      []string `json:"scheduler_urls,omitempty"`
+	MasterFetchPending bool     `json:"master_fetch_pending,omitempty"`
+	MasterFailures     int      `json:"master_failures,omitempty"`
+	HostID             int64    `json:"hostid,omitempty"`
+	RPCSeqno           int64    `json:"rpc_seqno,omitempty"`
+	CodeSignKey        string   `json:"code_sign_key,omitempty"`
+	UserName           string   `json:"user_name,omitempty"`
+	TeamName           string   `json:"team_name,omitempty"`
+	UserID             int64    `json:"userid,omitempty"`
+	TeamID             int64    `json:"teamid,omitempty"`
+	UserTotalCredit    float64  `json:"user_total_credit,omitempty"`
+	UserExpavgCredit   float64  `json:"user_expavg_credit,omitempty"`
+	HostTotalCredit    float64  `json:"host_total_credit,omitempty"`
+	HostExpavgCredit   float64  `json:"host_expavg_credit,omitempty"`
+	CrossProjectID     string   `json:"cross_project_id,omitempty"`
+	ProjectPrefs       string   `json:"project_prefs,omitempty"`
 	// GUIURLs are the project's web links from its last reply that had
 	// them, which BOINC Manager lists for the project.
-	GUIURLs []GUIURL `json:"gui_urls,omitempty"`
-	DCF                float64   `json:"dcf,omitempty"`
-	DontUseDCF         bool      `json:"dont_use_dcf,omitempty"`
-	NoRscApps          []string  `json:"no_rsc_apps,omitempty"`
-	Ended              bool      `json:"ended,omitempty"`
-	SchedRPCPending    RPCReason `json:"sched_rpc_pending,omitempty"`
-	LastRPCTime        time.Time `json:"last_rpc_time,omitempty"`
+	GUIURLs         []GUIURL  `json:"gui_urls,omitempty"`
+	DCF             float64   `json:"dcf,omitempty"`
+	DontUseDCF      bool      `json:"dont_use_dcf,omitempty"`
+	NoRscApps       []string  `json:"no_rsc_apps,omitempty"`
+	Ended           bool      `json:"ended,omitempty"`
+	SchedRPCPending RPCReason `json:"sched_rpc_pending,omitempty"`
+	LastRPCTime     time.Time `json:"last_rpc_time,omitempty"`
 
 	// MinRPCTime = max(request_delay, failure backoff); no RPC before it
 	// except on user request.
