@@ -488,14 +488,14 @@ func (w *stallWatch) progress(n int) {
 	w.mu.Unlock()
 }
 
-// sent records n request-body bytes sent: as in curl's low-speed check
-// they count as progress, and they earn an RPC time as reply bytes do, but
-// they are not "read".
+// sent records n request-body bytes sent: they keep the idle timer from
+// firing and earn an RPC time as reply bytes do, but the low-speed rule
+// counts reply bytes only (a quick request must not excuse a dripping
+// reply's first window).
 func (w *stallWatch) sent(n int) {
 	w.mu.Lock()
 	if !w.stopped {
 		w.idle.Reset(w.timeout)
-		w.inWindow += int64(n)
 		w.moved += int64(n)
 	}
 	w.mu.Unlock()
