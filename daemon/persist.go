@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/boincd/boincd/statefile"
 )
 
 // Retrying a failing state write: the first retry comes one poll interval
@@ -94,7 +96,7 @@ func (d *Daemon) commitNow() { d.persist.nextTry = time.Time{} }
 // directory) no new action is started, so nothing is acted on that is not
 // on disk; the batch is kept and retried with backoff. Each failure
 // episode is logged once when it starts (naming the file and the
-// operating system's error), again only if the error changes, and once
+// operating system's error), again only if its kind changes (failureKind), and once
 // when writes work again. A commit that fails because the disk is full
 // spends the state reserve, unless a scheduler request is in flight and
 // the reserve is kept for its reply.
@@ -139,7 +141,7 @@ func (d *Daemon) flush() bool {
 	ps.failures++
 	wait := d.opt.PollInterval << min(ps.failures-1, 16)
 	ps.nextTry = now.Add(min(wait, persistBackoffMax, 60*d.opt.PollInterval))
-	if msg := err.Error(); !ps.failing || msg != ps.lastError {
+	if msg := failureKind(err); !ps.failing || msg != ps.lastError {
 		if !ps.failing {
 			ps.since = now
 		}
@@ -157,6 +159,22 @@ func (d *Daemon) flush() bool {
 		d.health.lastCheck = now.Add(-healthCheckPeriod)
 	}
 	return false
+}
+
+// failureKind is what a failed commit's error means for the user: a new
+// log line comes only when it changes within an episode. The same problem
+// reaches bbolt's writes in different words (a page write, growing the
+// file), which is no news.
+func failureKind(err error) string {
+	switch {
+	case diskFull(err):
+		return "disk full"
+	case errors.Is(err, statefile.ErrNoSpace):
+		return "no space"
+	case errors.Is(err, statefile.ErrReadOnly):
+		return "read-only"
+	}
+	return err.Error()
 }
 
 // diskFull says whether a commit failed for want of space on the file

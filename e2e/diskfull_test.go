@@ -164,7 +164,7 @@ func TestStateWritesFail(t *testing.T) {
 				}
 			}
 			if n := countLines(lines, msgIs("cannot save client state")); n != 1 {
-				t.Errorf("the failure was logged %d times in one episode, want once", n)
+				t.Errorf("the failure was logged %d times in one episode, want once:\n%s", n, d.tail(60))
 			}
 
 			u.repair(t, d, path)

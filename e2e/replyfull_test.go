@@ -91,20 +91,31 @@ var (
 // reply that both acknowledges results and hands out new tasks, remembers
 // them, and fills the disk (or arms the daemon's commit hook) as its step
 // says before the reply leaves.
+//
+// It also checks the request it answers: every task an earlier trapped
+// reply handed out (prev) that the server has not seen reported must be
+// reported or listed in <other_results>, so the server knows the client
+// holds it (a task missing from both is one the server would resend, or
+// let time out, as lost).
 type replyTrap struct {
 	step            replyStep
 	filler, trigger string
+	p               *project
+	prev            []string
 	fired           chan struct{}
 
 	mu           sync.Mutex
 	armed        bool
 	acked, tasks []string
+	unlisted     []string
 	fillErr      error
 }
 
-func newReplyTrap(step replyStep, filler, trigger string) *replyTrap {
-	return &replyTrap{step: step, filler: filler, trigger: trigger, fired: make(chan struct{}), armed: true}
+func newReplyTrap(step replyStep, filler, trigger string, p *project, prev []string) *replyTrap {
+	return &replyTrap{step: step, filler: filler, trigger: trigger, p: p, prev: prev, fired: make(chan struct{}), armed: true}
 }
+
+var requestOtherResult = regexp.MustCompile(`<other_result>\s*<name>([^<]*)</name>`)
 
 func (tr *replyTrap) rewrite(_ int, reply []byte) []byte {
 	tr.mu.Lock()
@@ -123,6 +134,18 @@ func (tr *replyTrap) rewrite(_ int, reply []byte) []byte {
 		return reply
 	}
 	tr.armed, tr.acked, tr.tasks = false, acked, tasks
+	st := tr.p.Stats()
+	listed := map[string]bool{}
+	for _, re := range []*regexp.Regexp{requestOtherResult, replyResultName} {
+		for _, m := range re.FindAllSubmatch(st.LastRequest, -1) {
+			listed[string(m[1])] = true
+		}
+	}
+	for _, name := range tr.prev {
+		if !listed[name] && st.Reported[name] == 0 {
+			tr.unlisted = append(tr.unlisted, name)
+		}
+	}
 	switch tr.step {
 	case fullBeforeCommit:
 		_, tr.fillErr = fillDisk(tr.filler, 0)
@@ -176,9 +199,10 @@ func TestDiskFullReplySoak(t *testing.T) {
 		"</global_preferences>\n"))
 
 	var lost, reacked, reserveUsed, hookFilled, acks, tasks int
+	var prev []string
 	for round := 1; round <= rounds; round++ {
 		step := replyStep((round - 1) % int(numReplySteps))
-		tr := newReplyTrap(step, filler, trigger)
+		tr := newReplyTrap(step, filler, trigger, p, prev)
 		p.SetFaults(testproject.Faults{RewriteReply: tr.rewrite})
 		d := startDaemon(t, fmt.Sprintf("round %d (%s)", round, step), childOptions{DataDir: dir, FillTrigger: trigger})
 		select {
@@ -191,6 +215,11 @@ func TestDiskFullReplySoak(t *testing.T) {
 		if tr.fillErr != nil {
 			t.Fatalf("round %d: filling the disk: %v", round, tr.fillErr)
 		}
+		for _, name := range tr.unlisted {
+			lost++
+			t.Errorf("round %d: task %s, handed out before the last kill, is neither reported nor in <other_results>: the server would count it lost", round, name)
+		}
+		prev = tr.tasks
 		applied := d.waitFor("the trapped reply applied", 30*time.Second, func(l logLine) bool {
 			return l.Msg == "scheduler request completed" && l.num("acked") > 0 && l.num("new_tasks") > 0
 		})
