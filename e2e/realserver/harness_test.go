@@ -210,6 +210,40 @@ func freePorts(lo, hi, n int, avoid map[int]bool) ([]int, error) {
 	return out, nil
 }
 
+const reservedPortsFile = "/proc/sys/net/ipv4/ip_local_reserved_ports"
+
+// reservePorts keeps the kernel from handing ports out as the local end
+// of outgoing connections while the suite holds them: 33000-33999 lies in
+// Linux's ephemeral range (32768-60999), and a test beside this one that
+// opens connections by the hundred thousand (the GUI RPC abuse test) can
+// otherwise take a client's GUI RPC port between the pick and the bind
+// ("GUI RPC bind to port ... failed: 98"). Reserved ports can still be
+// bound explicitly. The returned func restores the list; without a
+// writable /proc/sys the ports are only picked free, which is logged.
+func reservePorts(logf func(string, ...any), ports []int) func() {
+	old, err := os.ReadFile(reservedPortsFile)
+	if err != nil {
+		logf("cannot reserve ports %v: %v", ports, err)
+		return func() {}
+	}
+	list := strings.TrimSpace(string(old))
+	for _, p := range ports {
+		if list != "" {
+			list += ","
+		}
+		list += strconv.Itoa(p)
+	}
+	if err := os.WriteFile(reservedPortsFile, []byte(list), 0o644); err != nil {
+		logf("cannot reserve ports %v: %v", ports, err)
+		return func() {}
+	}
+	return func() {
+		if err := os.WriteFile(reservedPortsFile, old, 0o644); err != nil {
+			logf("restoring %s: %v", reservedPortsFile, err)
+		}
+	}
+}
+
 // ---------------------------------------------------------------- the server instance
 
 type server struct {
@@ -618,6 +652,48 @@ type timings struct {
 	errors  int
 	credit  float64
 	passed  bool // N validated (exit 0)
+	// host is the account's host row (hostFields), for the table.
+	host map[string]string
+}
+
+// hostFields are the host-row columns shown side by side: what both
+// clients should report alike, and what the server derives from the
+// request (transfer rates, the disk share it stores as d_boinc_max).
+var hostFields = []string{"p_ncpus", "p_vendor", "os_name", "m_nbytes", "d_total",
+	"n_bwup", "n_bwdown", "d_boinc_max", "rpc_seqno"}
+
+// hostRow reads the host row of a user's (single) host.
+func (s *server) hostRow(userID int) (map[string]string, error) {
+	out, err := s.sql(fmt.Sprintf("select p_ncpus, p_vendor, os_name, m_nbytes, d_total, round(n_bwup), round(n_bwdown), "+
+		"round(d_boinc_max), rpc_seqno from host where userid=%d order by id desc limit 1", userID))
+	if err != nil {
+		return nil, err
+	}
+	vals := strings.Split(out, "\t")
+	if len(vals) != len(hostFields) {
+		return nil, fmt.Errorf("host row of user %d: %q", userID, out)
+	}
+	row := map[string]string{}
+	for i, f := range hostFields {
+		row[f] = vals[i]
+	}
+	return row, nil
+}
+
+// checkHostRow records a client's host row and checks what boincd must
+// send like the C++ client: measured transfer rates and a disk share.
+func (s *server) checkHostRow(t *testing.T, tm *timings, userID int) {
+	row, err := s.hostRow(userID)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	tm.host = row
+	for _, f := range []string{"n_bwup", "n_bwdown", "d_boinc_max"} {
+		if v, _ := strconv.ParseFloat(row[f], 64); !(v > 0) {
+			t.Errorf("host row: %s = %s, want > 0 (the C++ client reports it)", f, row[f])
+		}
+	}
 }
 
 var timingsRE = regexp.MustCompile(`(?m)^timings (\S+): ([^;]*); success=(\S+) invalid=(\S+) errors=(\S+) credit=([^;\s]+)`)
@@ -716,6 +792,21 @@ func table(runs []timings, notes []string) string {
 		fmt.Fprintf(&b, "%-20s", e.name)
 		for _, r := range runs {
 			fmt.Fprintf(&b, " %14s", e.f(r))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("host row (server DB)\n")
+	for _, f := range hostFields {
+		fmt.Fprintf(&b, "  %-18s", f)
+		for _, r := range runs {
+			v := r.host[f]
+			if v == "" {
+				v = "-"
+			}
+			if len(v) > 14 {
+				v = v[:13] + "…"
+			}
+			fmt.Fprintf(&b, " %14s", v)
 		}
 		b.WriteString("\n")
 	}

@@ -63,6 +63,8 @@ func TestRealServer(t *testing.T) {
 	if err != nil {
 		unavailable(t, "GUI RPC ports: %v", err)
 	}
+	unreserve := reservePorts(t.Logf, append(append([]int(nil), srvPorts...), guiPorts...))
+	t.Cleanup(unreserve)
 	root, err := os.MkdirTemp("/tmp", "boincd-realserver-")
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +89,7 @@ func TestRealServer(t *testing.T) {
 	emergency.mu.Lock()
 	emergency.teardown = func() {
 		s.teardown(func(f string, a ...any) { fmt.Fprintf(os.Stderr, "realserver: "+f+"\n", a...) }, true)
+		unreserve()
 	}
 	emergency.mu.Unlock()
 	t.Cleanup(func() {
@@ -201,6 +204,13 @@ func (s *server) runClient(t *testing.T, tm *timings, bin string, port int, time
 		t.Errorf("run_client.sh exit %d: %s did not get %d results validated within %v", rc, label, nTasks, runTimeout)
 	}
 	checkSchedulerLog(t, filepath.Join(dir, "rs_scheduler_log.txt"))
+	if user, err := os.ReadFile(filepath.Join(dir, "rs_user.tsv")); err != nil {
+		t.Error(err)
+	} else if id, err := strconv.Atoi(strings.Fields(string(user) + " x")[0]); err != nil {
+		t.Errorf("rs_user.tsv: %q", user)
+	} else {
+		s.checkHostRow(t, tm, id)
+	}
 	if t.Failed() {
 		logEvidence(t, append([]string{logPath}, clientEvidence(dir)...)...)
 	}
@@ -446,6 +456,7 @@ func (s *server) runConfigClient(t *testing.T, tm *timings, port int, timeout ti
 		t.Errorf("the project from boincd.toml never showed in --get_project_status")
 	}
 	checkSchedulerLog(t, filepath.Join(dir, "rs_scheduler_log.txt"))
+	s.checkHostRow(t, tm, userID)
 	if t.Failed() {
 		logEvidence(t, clientEvidence(dir)...)
 	}
