@@ -162,26 +162,28 @@ type Daemon struct {
 	// lastFetchCheck is when work fetch was last considered: a backoff
 	// that ends after it brings the next check forward.
 	lastFetchCheck time.Time
-	core           *core
-	hostc          *hostState
-	benchRunning   bool
-	gpu            gpuState
-	health         healthState
-	elog           *eventlog.Log
-	names          projectNames
-	guiAddr        string
-	oldResults     []guirpc.OldResult
-	stop           context.CancelFunc
-	modes          modes
-	rpcDetached    map[string]string                  // config projects detached over GUI RPC → their entry digest
-	sched          map[string]*workfetch.ProjectState // per project: debts, backoffs, DCF
-	lastPoll       time.Time
-	flushFailing   bool // the last commit failed: start nothing new
-	persist        persistState
-	startTime      time.Time
-	stats          Stats
-	pcount         map[string]*projectCounters // master URL → totals for metrics
-	netStats       boinc.NetStats              // measured transfer rates, persisted
+	// startsHeldUntil: a task start met a full disk; none starts before.
+	startsHeldUntil time.Time
+	core            *core
+	hostc           *hostState
+	benchRunning    bool
+	gpu             gpuState
+	health          healthState
+	elog            *eventlog.Log
+	names           projectNames
+	guiAddr         string
+	oldResults      []guirpc.OldResult
+	stop            context.CancelFunc
+	modes           modes
+	rpcDetached     map[string]string                  // config projects detached over GUI RPC → their entry digest
+	sched           map[string]*workfetch.ProjectState // per project: debts, backoffs, DCF
+	lastPoll        time.Time
+	flushFailing    bool // the last commit failed: start nothing new
+	persist         persistState
+	startTime       time.Time
+	stats           Stats
+	pcount          map[string]*projectCounters // master URL → totals for metrics
+	netStats        boinc.NetStats              // measured transfer rates, persisted
 }
 
 // Stats are counters for the summary the demo prints.

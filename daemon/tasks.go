@@ -132,7 +132,7 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 	// A config reload may have changed the policy; while no app may start
 	// the task stays queued as it is: nothing is failed or lost.
 	d.applyAppPolicy()
-	if d.runner.AppsBlocked() != nil {
+	if d.runner.AppsBlocked() != nil || now.Before(d.startsHeldUntil) {
 		return
 	}
 	log := d.taskLog(r)
@@ -207,8 +207,22 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		log.Error("cannot start task", slog.Any("err", err))
 		return
 	}
+	if err != nil && diskFull(err) {
+		// A full disk is the host's state, not the task's fault: the task
+		// stays queued (its slot and checkpoint too), and no task starts
+		// until the hold ends, rather than each failing for good.
+		d.startsHeldUntil = now.Add(d.opt.RPCBackoffMin)
+		log.Error("cannot start task: the disk is full; tasks stay queued and starts are retried",
+			slog.Any("err", err), slog.Duration("retry_in", d.opt.RPCBackoffMin))
+		return
+	}
 	if err != nil {
 		log.Error("cannot start task", slog.Any("err", err))
+		if r.Slot >= 0 {
+			// The slot holds this task's files; the next task given the
+			// number must not find them.
+			_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
+		}
 		d.taskFailed(r, boinc.PhaseComputeError, boinc.ErrResultStart, "couldn't start: "+err.Error(), now)
 		return
 	}

@@ -325,8 +325,9 @@ func checkReportedOnceOrFull(t *testing.T, p *project, want int, output outputFu
 		rr := st.ReportedResults[name]
 		if rr.ExitStatus != 0 {
 			if strings.Contains(rr.StderrOut, "couldn't start") && strings.Contains(rr.StderrOut, "no space left on device") {
+				// A full disk holds task starts; it must not fail a task.
 				couldntStart++
-				t.Logf("result %s could not start on the full disk: %s", name, strings.TrimSpace(rr.StderrOut))
+				t.Errorf("result %s failed to start on the full disk: %s", name, strings.TrimSpace(rr.StderrOut))
 				continue
 			}
 			t.Errorf("result %s reported exit status %d; stderr:\n%s", name, rr.ExitStatus, rr.StderrOut)
@@ -340,18 +341,10 @@ func checkReportedOnceOrFull(t *testing.T, p *project, want int, output outputFu
 				t.Errorf("result %s: output %s never uploaded", name, out)
 			case bytes.Equal(got, output(job)):
 			case otherJobsOutput(st, name, got, output) != "":
-				// A start that failed on the full disk left its slot set
-				// up (the slot's setup marker stays), and the next task
-				// given that slot ran on the failed task's input links.
-				// Not the subject of this test (daemon/tasks.go
-				// taskFailed, taskrunner slot setup); strict with
-				// BOINCD_FULL_DISK_STRICT=1.
-				msg := fmt.Sprintf("result %s was computed from the input of %s: its slot was set up for that task, whose start failed on the full disk, and reused as it was", name, otherJobsOutput(st, name, got, output))
-				if os.Getenv("BOINCD_FULL_DISK_STRICT") != "" {
-					t.Error(msg)
-				} else {
-					t.Log("KNOWN BUG (slot reuse after a failed start): " + msg)
-				}
+				// A slot left by a task whose start failed must be set up
+				// again for the next task given it (taskrunner's setup
+				// marker names its task).
+				t.Errorf("result %s was computed from the input of %s: a slot set up for that task was reused as it was", name, otherJobsOutput(st, name, got, output))
 			default:
 				t.Errorf("result %s: output %s is %q, want %q", name, out, got, output(job))
 			}

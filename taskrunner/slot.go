@@ -202,14 +202,30 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int, acct *App
 			links[e.name] = boincapi.SoftLinkContent("../../projects/" + esc + "/" + e.physical)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, setupMarker)); errors.Is(err, fs.ErrNotExist) {
+	// The marker names the task the slot was set up for: a slot left by
+	// another task (one whose start failed, say) must never pass for this
+	// one's, or this task would compute on that task's input links and
+	// report the result as its own. An empty marker is from a boincd that
+	// did not name it and is trusted, so such slots resume.
+	marker, err := os.ReadFile(filepath.Join(dir, setupMarker))
+	switch {
+	case err == nil && len(marker) > 0 && string(marker) != spec.Result.Name:
+		r.log.Warn("slot was set up for another task; setting it up again", "slot", slot, "result", spec.Result.Name, "set_up_for", string(marker))
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("clear slot %d of %s: %w", slot, marker, err)
+		}
+		if err := os.MkdirAll(dir, 0o771); err != nil {
+			return nil, fmt.Errorf("create slot: %w", err)
+		}
+		fallthrough
+	case errors.Is(err, fs.ErrNotExist):
 		if err := setupFiles(ctx, dir, projDir, ents, links); err != nil {
 			return nil, err
 		}
-		if err := writeSlotFile(filepath.Join(dir, setupMarker), nil); err != nil {
+		if err := writeSlotFile(filepath.Join(dir, setupMarker), []byte(spec.Result.Name)); err != nil {
 			return nil, fmt.Errorf("slot setup marker: %w", err)
 		}
-	} else if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("slot setup marker: %w", err)
 	}
 	// Files of a previous run would misclassify this one's exit.
