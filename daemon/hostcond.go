@@ -13,16 +13,20 @@ import (
 // hostState tracks the host conditions that suspend computing in "auto"
 // mode: user activity, non-BOINC CPU load, battery, time of day.
 type hostState struct {
-	eval     hostcond.Evaluator
-	sampler  *hostcond.CPUSampler
-	prefs    hostcond.Prefs
-	decision hostcond.Decision
-	lastCPU  map[string]float64 // task → CPU seconds at the last sample
-	logged   string             // last logged suspension, to log changes once
+	eval      hostcond.Evaluator
+	sampler   *hostcond.CPUSampler
+	prefs     hostcond.Prefs
+	decision  hostcond.Decision
+	lastCPU   map[string]float64 // task → CPU seconds at the last sample
+	loggedKey [3]uint32          // reasons (computing, GPU, network) last logged, to log changes once
+	// idle and onBattery read the host (tests give their own).
+	idle      func() float64
+	onBattery func() bool
 }
 
 func newHostState() *hostState {
-	return &hostState{sampler: hostcond.NewCPUSampler(), lastCPU: map[string]float64{}, prefs: hostcond.DefaultPrefs()}
+	return &hostState{sampler: hostcond.NewCPUSampler(), lastCPU: map[string]float64{}, prefs: hostcond.DefaultPrefs(),
+		idle: hostcond.IdleSeconds, onBattery: hostcond.OnBattery}
 }
 
 // refreshHostPrefs rebuilds the suspend-condition preferences: the
@@ -55,19 +59,22 @@ func (d *Daemon) evaluateHost(now time.Time, ownCPU map[string]float64) {
 	h.lastCPU = ownCPU
 	in := hostcond.Inputs{
 		Now:         now,
-		IdleSecs:    hostcond.IdleSeconds(),
-		OnBattery:   hostcond.OnBattery(),
+		IdleSecs:    h.idle(),
+		OnBattery:   h.onBattery(),
 		NonBOINCCPU: h.sampler.Sample(now, delta),
 	}
 	h.decision = h.eval.Evaluate(in, h.prefs)
-	msg := strings.Join(h.decision.Reasons, "; ")
-	if msg != h.logged {
-		if msg == "" {
+	// What is suspended, and why, is the reason bitmasks; the texts carry
+	// countdowns ("last input 7s ago") that change every second and
+	// would log (and re-check work fetch) every second.
+	key := [3]uint32{h.decision.Computing, h.decision.GPU, h.decision.Network}
+	if key != h.loggedKey {
+		if msg := strings.Join(h.decision.Reasons, "; "); msg == "" {
 			d.log.Info("host conditions allow computing again")
 		} else {
 			d.log.Info("suspending by host conditions", slog.String("reasons", msg))
 		}
-		h.logged = msg
+		h.loggedKey = key
 		d.fetchSoon(now)
 	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
@@ -61,5 +62,31 @@ func TestRunModeTemporary(t *testing.T) {
 	}
 	if err := m.set(9, 0, now); err == nil {
 		t.Fatal("mode 9 accepted")
+	}
+}
+
+// A suspension is logged when what is suspended changes, not every second
+// as its countdown text ("last input 7s ago") does.
+func TestHostSuspensionLoggedOnce(t *testing.T) {
+	logs := &logBuffer{}
+	d := &Daemon{hostc: newHostState(), log: slog.New(slog.NewJSONHandler(logs, nil))}
+	d.hostc.prefs.SuspendCPUUsage, d.hostc.prefs.NIUSuspendCPUUsage = 0, 0
+	d.hostc.onBattery = func() bool { return false }
+	idle := 5.0
+	d.hostc.idle = func() float64 { return idle }
+	now := time.Unix(1_800_000_000, 0)
+	for i := range 10 {
+		d.evaluateHost(now.Add(time.Duration(i)*time.Second), nil)
+		idle++
+	}
+	idle = 3600
+	for i := range 3 {
+		d.evaluateHost(now.Add(time.Duration(10+i)*time.Second), nil)
+	}
+	if got := len(logs.find("suspending by host conditions")); got != 1 {
+		t.Errorf("%d suspension lines over 10 s of user activity, want 1:\n%s", got, logs)
+	}
+	if got := len(logs.find("host conditions allow computing again")); got != 1 {
+		t.Errorf("%d resume lines, want 1", got)
 	}
 }
