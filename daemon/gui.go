@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -58,9 +57,6 @@ func (d *Daemon) startGUIRPC(ctx context.Context) {
 	if err != nil {
 		d.log.Error("GUI RPC disabled: cannot read or create the password file", slog.Any("err", err))
 		return
-	}
-	if pass == "" {
-		d.log.Warn("GUI RPC password is empty: any local program may control boincd", slog.String("file", filepath.Join(d.opt.DataDir, "gui_rpc_auth.cfg")))
 	}
 	hosts, err := guirpc.LoadRemoteHosts(d.opt.DataDir)
 	if err != nil {
