@@ -185,6 +185,7 @@ func (d *Daemon) buildCore(now time.Time) {
 	clear(c.index)
 	c.projects = c.projects[:0]
 	c.shares = c.shares[:0]
+	estimated := d.st.projectsWithVersions()
 	for _, p := range d.st.sortedProjects() {
 		c.index[p.MasterURL] = len(c.urls)
 		c.urls = append(c.urls, p.MasterURL)
@@ -196,7 +197,7 @@ func (d *Daemon) buildCore(now time.Time) {
 			Suspended:    p.Suspended || p.DetachPending,
 			NoNewTasks:   p.NoNewTasks,
 			InRPCBackoff: now.Before(p.MinRPCTime),
-			Unestimated:  !d.st.hasVersions(p.MasterURL),
+			Unestimated:  !estimated[p.MasterURL],
 		}
 		for _, name := range p.NoRscApps {
 			if r, ok := workfetch.RscByName(name); ok {

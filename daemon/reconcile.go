@@ -261,11 +261,6 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 	switch ev := ev.(type) {
 	case xferDone:
 		d.handleXferDone(ev, now)
-		if ev.err == nil {
-			// An upload done may make results reportable, a download
-			// done work runnable: both change what work fetch decides.
-			d.fetchSoon(now)
-		}
 	case rpcDone:
 		d.handleRPCDone(ev, now)
 	case masterDone:

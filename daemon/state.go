@@ -72,15 +72,14 @@ func (cs *clientState) versionOf(r *boinc.Result) *boinc.AppVersion {
 	return cs.versions[boinc.AppVersionKey(r.ProjectURL, wu.AppName, r.Platform, r.PlanClass, r.VersionNum)]
 }
 
-// hasVersions reports whether the project has sent any app version: until
-// it has, there is no runtime estimate for its jobs.
-func (cs *clientState) hasVersions(url string) bool {
+// projectsWithVersions is the set of projects that have sent an app
+// version: until one has, there is no runtime estimate for its jobs.
+func (cs *clientState) projectsWithVersions() map[string]bool {
+	out := map[string]bool{}
 	for _, v := range cs.versions {
-		if v.ProjectURL == url {
-			return true
-		}
+		out[v.ProjectURL] = true
 	}
-	return false
+	return out
 }
 
 // inputFiles lists every file a result needs before it can run: its app

@@ -218,11 +218,9 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 	}
 	if err != nil {
 		log.Error("cannot start task", slog.Any("err", err))
-		if r.Slot >= 0 {
-			// The slot holds this task's files; the next task given the
-			// number must not find them.
-			_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
-		}
+		// The slot holds this task's files; the next task given the
+		// number must not find them.
+		d.cleanTaskSlot(r)
 		d.taskFailed(r, boinc.PhaseComputeError, boinc.ErrResultStart, "couldn't start: "+err.Error(), now)
 		return
 	}

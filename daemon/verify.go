@@ -247,13 +247,6 @@ func (d *Daemon) refetch(f *boinc.FileInfo, problem, when, task string) {
 	d.batch.PutFile(f)
 }
 
-// taskFiles lists the app-version files and input files r needs, in
-// file_ref order; a file the project never described is skipped (the
-// download pipeline fails such a task).
-func (d *Daemon) taskFiles(r *boinc.Result) []*boinc.FileInfo {
-	return d.st.inputFiles(r)
-}
-
 // checkTaskFiles runs right before r's process is started: every file it
 // needs must be present, a regular file, of the verified size and hash.
 // Files that fail are taken out of use (refetch); it returns false when
@@ -262,7 +255,7 @@ func (d *Daemon) checkTaskFiles(r *boinc.Result) bool {
 	start := time.Now()
 	ok := true
 	var total int64
-	files := d.taskFiles(r)
+	files := d.st.inputFiles(r)
 	for _, f := range files {
 		if f.Status != boinc.FilePresent {
 			ok = false
@@ -314,7 +307,7 @@ func (d *Daemon) checkFilesAtStartup() {
 
 // absentFile returns the first file r needs that is not present, or nil.
 func (d *Daemon) absentFile(r *boinc.Result) *boinc.FileInfo {
-	for _, f := range d.taskFiles(r) {
+	for _, f := range d.st.inputFiles(r) {
 		if f.Status != boinc.FilePresent {
 			return f
 		}
@@ -340,7 +333,7 @@ func (d *Daemon) recheckWaitingTask(r *boinc.Result, now time.Time) {
 	if _, running := d.active[r.Key()]; running {
 		return
 	}
-	for _, f := range d.taskFiles(r) {
+	for _, f := range d.st.inputFiles(r) {
 		if f.Status >= 0 {
 			continue
 		}

@@ -278,6 +278,9 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 		f.Xfer = boinc.FileXfer{}
 		f.ErrorMsg = ""
 		d.recordTransfer(ev.upload, ev.moved, ev.took, now)
+		// An upload done may make results reportable, a download done
+		// work runnable: both change what work fetch decides.
+		d.fetchSoon(now)
 		if ev.upload {
 			f.Uploaded = true
 			d.stats.Uploaded++

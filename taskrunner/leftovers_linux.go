@@ -70,38 +70,17 @@ func killLeftovers(dataDir string, log *slog.Logger) {
 	}
 }
 
-// findLeftovers lists the live processes whose working directory is at or
+// findLeftovers lists the live processes working in a slot directory
 // under slots, other than this one.
 func findLeftovers(slots string) []leftover {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	self := os.Getpid()
 	var out []leftover
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+	for _, p := range procsUnder(slots) {
+		slot, err := strconv.Atoi(strings.SplitN(p.rel, string(filepath.Separator), 2)[0])
 		if err != nil {
-			continue
+			continue // slots itself, or not a slot
 		}
-		rel, err := filepath.Rel(slots, filepath.Clean(cwd))
-		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			continue
-		}
-		slot, err := strconv.Atoi(strings.SplitN(rel, string(filepath.Separator), 2)[0])
-		if err != nil || zombie(e.Name()) {
-			continue
-		}
-		pgid, err := unix.Getpgid(pid)
-		if err != nil {
-			continue
-		}
-		l := leftover{pid: pid, pgid: pgid, slot: slot, uid: -1, command: processCommand(e.Name())}
-		if st, err := os.Stat("/proc/" + e.Name()); err == nil {
+		l := leftover{pid: p.pid, pgid: p.pgid, slot: slot, uid: -1, command: processCommand(p.name)}
+		if st, err := os.Stat("/proc/" + p.name); err == nil {
 			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 				l.uid = int(sys.Uid)
 			}

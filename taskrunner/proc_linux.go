@@ -161,17 +161,23 @@ func zombie(pid string) bool {
 	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
 
-// slotGroups lists the process groups with a member whose cwd is at or
-// under dir and that is either the recorded task group (leaderPID) or not
-// a session of its own.
-func slotGroups(dir string, leaderPID int) []int {
+// procUnder is a live process working at or under a directory.
+type procUnder struct {
+	pid, pgid int
+	name      string // its /proc entry
+	rel       string // its working directory relative to the directory
+}
+
+// procsUnder lists the live processes, other than this one and zombies,
+// whose working directory is dir or below it. Both the kill of a task's
+// leftovers and the sweep of every slot at start-up find processes so.
+func procsUnder(dir string) []procUnder {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
 	self := os.Getpid()
-	seen := map[int]bool{}
-	var out []int
+	var out []procUnder
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -181,24 +187,36 @@ func slotGroups(dir string, leaderPID int) []int {
 		if err != nil {
 			continue
 		}
-		cwd = filepath.Clean(cwd)
-		if cwd != dir && !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
-			continue
-		}
-		if zombie(e.Name()) {
+		rel, err := filepath.Rel(dir, filepath.Clean(cwd))
+		if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || zombie(e.Name()) {
 			continue
 		}
 		pgid, err := unix.Getpgid(pid)
-		if err != nil || pgid <= 1 || seen[pgid] {
-			continue
-		}
-		sid, err := unix.Getsid(pid)
 		if err != nil {
 			continue
 		}
-		if pgid == leaderPID || pgid != sid {
-			seen[pgid] = true
-			out = append(out, pgid)
+		out = append(out, procUnder{pid: pid, pgid: pgid, name: e.Name(), rel: rel})
+	}
+	return out
+}
+
+// slotGroups lists the process groups with a member whose cwd is at or
+// under dir and that is either the recorded task group (leaderPID) or not
+// a session of its own.
+func slotGroups(dir string, leaderPID int) []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, p := range procsUnder(dir) {
+		if p.pgid <= 1 || seen[p.pgid] {
+			continue
+		}
+		sid, err := unix.Getsid(p.pid)
+		if err != nil {
+			continue
+		}
+		if p.pgid == leaderPID || p.pgid != sid {
+			seen[p.pgid] = true
+			out = append(out, p.pgid)
 		}
 	}
 	return out
