@@ -75,6 +75,14 @@ var ops = map[string]opHandler{
 	"run_benchmarks":                {false, simpleOp(RunBenchmarks{})},
 	"network_available":             {false, simpleOp(NetworkAvailable{})},
 	"quit":                          {false, opQuit},
+
+	// The Add Project wizard (account.go).
+	"get_project_config":      {false, opGetProjectConfig},
+	"get_project_config_poll": {false, opGetProjectConfigPoll},
+	"lookup_account":          {false, opLookupAccount},
+	"lookup_account_poll":     {false, opLookupAccountPoll},
+	"create_account":          {false, opCreateAccount},
+	"create_account_poll":     {false, opCreateAccountPoll},
 }
 
 func (s *Server) logCapacity() int {
