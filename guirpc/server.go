@@ -37,9 +37,8 @@ const (
 	// DefaultMaxConns bounds authenticated connections (see guard.go for
 	// the others).
 	DefaultMaxConns = 32
-	// DefaultIdleTimeout closes an authenticated connection that sends
-	// nothing for that long; GUIs reconnect by themselves.
-	DefaultIdleTimeout = 30 * time.Second
+	// writeTimeout bounds sending one reply to a peer that does not read.
+	writeTimeout = 30 * time.Second
 	// backendTimeout bounds one Snapshot or Do call.
 	backendTimeout = 30 * time.Second
 )
@@ -63,8 +62,12 @@ type Config struct {
 	Log    *eventlog.Log
 	Logger *slog.Logger
 	// MaxConns bounds authenticated connections (all connections when
-	// there is no password); IdleTimeout closes an authenticated one that
-	// stays silent. Defaults DefaultMaxConns and DefaultIdleTimeout.
+	// there is no password); default DefaultMaxConns. IdleTimeout, when
+	// set, closes an authenticated connection that stays silent; by
+	// default none is closed for idling, as in the C++ client: the
+	// Manager keeps one open for as long as it runs (its Add Project
+	// wizard waits on the user for minutes), and the pool's eviction of
+	// the connection idle longest already keeps room for newcomers.
 	MaxConns    int
 	IdleTimeout time.Duration
 	// MaxPending and MaxPendingPerPeer bound connections that have not
@@ -114,9 +117,7 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
+	cfg.IdleTimeout = max(cfg.IdleTimeout, 0)
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = DefaultMaxPending
 	}
@@ -393,7 +394,7 @@ func (s *Server) serveConn(ctx context.Context, cc *conn) {
 	}
 	r := &msgReader{c: c}
 	for {
-		idle, whole, writeT := s.cfg.IdleTimeout, max(s.cfg.IdleTimeout, s.cfg.RequestTimeout), s.cfg.IdleTimeout
+		idle, whole, writeT := s.cfg.IdleTimeout, max(s.cfg.IdleTimeout, s.cfg.RequestTimeout), writeTimeout
 		var hard time.Time
 		if !cc.authOK {
 			idle, whole, writeT = s.cfg.AuthTimeout, s.cfg.RequestTimeout, s.cfg.AuthTimeout
@@ -462,7 +463,8 @@ type msgReader struct {
 // silent for idle before a request starts; from its first byte the whole
 // request must arrive within whole (a deadline, not a per-read timeout:
 // a peer trickling a byte a second gains nothing); and nothing is read
-// past hard when it is set. A message longer than MaxRequest is an error
+// past hard when it is set. An idle of 0 waits for a request for ever
+// (until the connection is closed under it). A message longer than MaxRequest is an error
 // as soon as that many bytes have arrived, as in the C++ server.
 func (m *msgReader) next(idle, whole time.Duration, hard time.Time) ([]byte, error) {
 	var chunk [4096]byte
@@ -484,11 +486,13 @@ func (m *msgReader) next(idle, whole time.Duration, hard time.Time) ([]byte, err
 		}
 		var dl time.Time
 		if len(m.buf) == 0 {
-			dl = time.Now().Add(idle)
+			if idle > 0 {
+				dl = time.Now().Add(idle)
+			}
 		} else {
 			dl = m.start.Add(whole)
 		}
-		if !hard.IsZero() && hard.Before(dl) {
+		if !hard.IsZero() && (dl.IsZero() || hard.Before(dl)) {
 			dl = hard
 		}
 		_ = m.c.SetReadDeadline(dl)
