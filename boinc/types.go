@@ -268,6 +268,9 @@ type Host struct {
 	OSName         string  `json:"os_name"`
 	OSVersion      string  `json:"os_version"`
 	NUsableCoprocs int     `json:"n_usable_coprocs"`
+	// ProductName is the device's product name as a GUI reported it
+	// (set_host_info); projects show it on the host page.
+	ProductName string `json:"product_name,omitempty"`
 }
 
 // Prefs are the global computing preferences in force.

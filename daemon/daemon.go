@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
@@ -142,6 +143,11 @@ type Daemon struct {
 	batch  statefile.Batch
 	http   *rpcclient.Client
 	runner *taskrunner.Runner
+	// proxy is read by the HTTP transport's goroutines at each request
+	// and replaced only by the owner (settings.go).
+	proxy       atomic.Pointer[boinc.ProxyInfo]
+	language    string // set_language
+	hostProbing bool   // reset_host_info in progress
 
 	st    *clientState
 	host  boinc.Host
@@ -314,6 +320,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 
 	d.initHost(runCtx, snap.Meta)
+	d.loadProxy(snap.Meta)
 	roots, err := rpcclient.LoadCABundle(cfg.CABundle)
 	if err != nil {
 		return fmt.Errorf("ca_bundle: %w", err)
@@ -322,6 +329,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Logger:       d.opt.Logger.With(slog.String("component", "http")),
 		StallTimeout: d.opt.HTTPStallTimeout,
 		RootCAs:      roots,
+		Proxy:        rpcclient.ProxyFunc(d.currentProxy),
 	})
 	d.runner, err = taskrunner.NewRunner(taskrunner.Config{
 		DataDir:   d.opt.DataDir,
@@ -469,6 +477,7 @@ func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
 		h.HostCPID = randomHex(d.rand, 16)
 	}
 	h.PFpops, h.PIops, h.PMembw, h.PCalculated = saved.PFpops, saved.PIops, saved.PMembw, saved.PCalculated
+	h.ProductName = saved.ProductName
 	stale := h.PCalculated == 0 || time.Since(time.Unix(int64(h.PCalculated), 0)) > benchmarkPeriod || saved.PNCPUs != h.PNCPUs || saved.PModel != h.PModel
 	if stale {
 		if d.opt.BenchmarkDuration < 0 {

@@ -142,6 +142,9 @@ func (d *Daemon) doAction(a guirpc.Action, now time.Time) error {
 	case guirpc.NetworkAvailable:
 		d.retryNetworkNow(now)
 		return nil
+	case guirpc.SetProxy, guirpc.SetHostInfo, guirpc.ResetHostInfo, guirpc.ReadConfigFile,
+		guirpc.WriteConfigFile, guirpc.SetLanguage, guirpc.ReportDeviceStatus:
+		return d.settingsAction(a, now)
 	case guirpc.Quit:
 		d.log.Info("quit requested over GUI RPC")
 		d.stop()
@@ -231,6 +234,7 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 		Host:              guirpc.HostInfo{Host: d.host, Coprocs: d.guiCoprocs()},
 		Prefs:             d.prefs,
 		PrefsOverride:     d.prefsOverride(),
+		Proxy:             *d.proxy.Load(),
 		PlatformName:      boinc.PlatformName,
 		Platforms:         []string{boinc.PlatformName},
 		ExecutingAsDaemon: true,

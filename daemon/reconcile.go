@@ -265,6 +265,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleRPCDone(ev, now)
 	case masterDone:
 		d.handleMasterDone(ev, now)
+	case hostReprobed:
+		d.handleHostReprobed(ev)
 	case benchDone:
 		d.handleBenchDone(ev, now)
 	case gpuProbed:

@@ -23,33 +23,30 @@ type opHandler struct {
 
 // ops is the dispatch table; it is never modified.
 var ops = map[string]opHandler{
-	"exchange_versions":         {true, opExchangeVersions},
-	"get_all_projects_list":     {true, opAllProjectsList},
-	"get_cc_status":             {true, readOp(func(s *Server, st *State, _ *request, w *xw) { writeCCStatus(w, &st.CCStatus, s.logCapacity()) })},
-	"get_disk_usage":            {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDiskUsage(w, &st.DiskUsage) })},
-	"get_daily_xfer_history":    {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDailyXfers(w, st.DailyXfers) })},
-	"get_file_transfers":        {true, readOp(opFileTransfers)},
-	"get_host_info":             {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeHostInfo(w, &st.Host) })},
-	"get_messages":              {true, opMessages},
-	"get_message_count":         {true, opMessageCount},
-	"get_newer_version":         {true, opNewerVersion},
-	"get_notices_public":        {true, opNotices},
-	"get_old_results":           {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeOldResults(w, st.OldResults) })},
-	"get_project_status":        {true, readOp(opProjectStatus)},
-	"get_results":               {true, readOp(opResults)},
-	"get_simple_gui_info":       {true, readOp(opSimpleGUIInfo)},
-	"get_state":                 {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeState(w, st) })},
-	"get_statistics":            {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeStatistics(w, st) })},
-	"get_notices":               {false, opNotices},
-	"get_global_prefs_working":  {false, readOp(func(_ *Server, st *State, _ *request, w *xw) { writePrefs(w, &st.Prefs, st.PrefsOverride != "") })},
-	"get_global_prefs_override": {false, readOp(opPrefsOverride)},
-	"get_global_prefs_file":     {false, readOp(opPrefsFile)},
-	"acct_mgr_info":             {false, opAcctMgrInfo},
-	"get_project_init_status":   {false, opProjectInitStatus},
-	"get_proxy_settings": {false, func(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
-		writeProxyInfo(w)
-		return nil
-	}},
+	"exchange_versions":             {true, opExchangeVersions},
+	"get_all_projects_list":         {true, opAllProjectsList},
+	"get_cc_status":                 {true, readOp(func(s *Server, st *State, _ *request, w *xw) { writeCCStatus(w, &st.CCStatus, s.logCapacity()) })},
+	"get_disk_usage":                {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDiskUsage(w, &st.DiskUsage) })},
+	"get_daily_xfer_history":        {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDailyXfers(w, st.DailyXfers) })},
+	"get_file_transfers":            {true, readOp(opFileTransfers)},
+	"get_host_info":                 {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeHostInfo(w, &st.Host) })},
+	"get_messages":                  {true, opMessages},
+	"get_message_count":             {true, opMessageCount},
+	"get_newer_version":             {true, opNewerVersion},
+	"get_notices_public":            {true, opNotices},
+	"get_old_results":               {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeOldResults(w, st.OldResults) })},
+	"get_project_status":            {true, readOp(opProjectStatus)},
+	"get_results":                   {true, readOp(opResults)},
+	"get_simple_gui_info":           {true, readOp(opSimpleGUIInfo)},
+	"get_state":                     {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeState(w, st) })},
+	"get_statistics":                {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeStatistics(w, st) })},
+	"get_notices":                   {false, opNotices},
+	"get_global_prefs_working":      {false, readOp(func(_ *Server, st *State, _ *request, w *xw) { writePrefs(w, &st.Prefs, st.PrefsOverride != "") })},
+	"get_global_prefs_override":     {false, readOp(opPrefsOverride)},
+	"get_global_prefs_file":         {false, readOp(opPrefsFile)},
+	"acct_mgr_info":                 {false, opAcctMgrInfo},
+	"get_project_init_status":       {false, opProjectInitStatus},
+	"get_proxy_settings":            {false, readOp(opGetProxySettings)},
 	"project_attach":                {false, opAttach},
 	"project_attach_poll":           {false, opAttachPoll},
 	"project_detach":                {false, projectOp(ProjectDetach)},
@@ -83,6 +80,21 @@ var ops = map[string]opHandler{
 	"lookup_account_poll":     {false, opLookupAccountPoll},
 	"create_account":          {false, opCreateAccount},
 	"create_account_poll":     {false, opCreateAccountPoll},
+
+	// Client set-up (settings.go).
+	"get_screensaver_tasks": {true, readOp(opScreensaverTasks)},
+	"run_graphics_app":      {true, opRunGraphicsApp},
+	"set_proxy_settings":    {false, opSetProxySettings},
+	"set_host_info":         {false, opSetHostInfo},
+	"reset_host_info":       {false, simpleOp(ResetHostInfo{})},
+	"get_cc_config":         {false, opGetCCConfig},
+	"set_cc_config":         {false, opSetCCConfig},
+	"get_app_config":        {false, opGetAppConfig},
+	"set_app_config":        {false, opSetAppConfig},
+	"set_language":          {false, opSetLanguage},
+	"report_device_status":  {false, opReportDeviceStatus},
+	"acct_mgr_rpc":          {false, opAcctMgrRPC},
+	"acct_mgr_rpc_poll":     {false, opAcctMgrRPCPoll},
 }
 
 func (s *Server) logCapacity() int {
@@ -229,6 +241,21 @@ func opAcctMgrInfo(_ context.Context, _ *Server, _ *request, w *xw) func(context
 	w.str("   ", "acct_mgr_url", "")
 	w.str("   ", "acct_mgr_name", "")
 	w.line("</acct_mgr_info>")
+	return nil
+}
+
+// Account managers are issue 17: until then both ops say so plainly,
+// rather than "unrecognized op", and nothing is attached.
+func opAcctMgrRPC(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	w.line("<error>boincd does not support account managers yet: attach projects with boinccmd --project_attach or boincd.toml</error>")
+	return nil
+}
+
+func opAcctMgrRPCPoll(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
+	w.line("<acct_mgr_rpc_reply>")
+	w.str("    ", "message", "boincd does not support account managers yet")
+	w.int("    ", "error_num", -1)
+	w.line("</acct_mgr_rpc_reply>")
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -590,6 +591,9 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 	}
 	h, ok := ops[req.op]
 	if !ok {
+		// A tool that fails on an op boincd lacks should leave a trace;
+		// debug, as a hostile peer can send any number of them.
+		s.log.Debug("GUI RPC: unrecognized op", slog.String("op", clip(req.op, 64)), slog.String("peer", cc.peer))
 		w.str("", "error", "unrecognized op: "+req.op)
 		return []byte(w.String()), nil, nil
 	}
@@ -601,4 +605,12 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 	defer cancel()
 	after := h.fn(bctx, s, req, w)
 	return []byte(w.String()), after, nil
+}
+
+// clip shortens s to at most n bytes for a log line.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }

@@ -35,6 +35,8 @@ type State struct {
 	Prefs         boinc.Prefs
 	PrefsOverride string
 	PrefsFile     string
+	// Proxy is the proxy set over GUI RPC (get_proxy_settings).
+	Proxy boinc.ProxyInfo
 
 	// PlatformName is the primary platform (boinc.PlatformName when
 	// empty); Platforms lists all supported ones (just the primary one

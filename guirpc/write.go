@@ -171,6 +171,9 @@ func writeHostInfo(w *xw, h *HostInfo) {
 	w.str(in, "os_version", h.OSVersion)
 	w.int(in, "n_usable_coprocs", int64(h.NUsableCoprocs))
 	w.int(in, "wsl_available", 0)
+	if h.ProductName != "" {
+		w.str(in, "product_name", h.ProductName)
+	}
 	w.line(in + "<coprocs>")
 	if h.CoprocsXML != "" {
 		w.line(strings.TrimRight(h.CoprocsXML, "\n"))
@@ -845,19 +848,28 @@ func writeDailyXfers(w *xw, xs []DailyXfer) {
 	w.line("</daily_xfers>")
 }
 
-func writeProxyInfo(w *xw) {
+func writeProxyInfo(w *xw, p *boinc.ProxyInfo) {
 	const in = "    "
+	port := func(n int) int64 {
+		if n <= 0 {
+			return 80
+		}
+		return int64(n)
+	}
 	w.line("<proxy_info>")
-	w.str(in, "socks_server_name", "")
-	w.int(in, "socks_server_port", 80)
-	w.str(in, "http_server_name", "")
-	w.int(in, "http_server_port", 80)
-	w.str(in, "socks5_user_name", "")
-	w.str(in, "socks5_user_passwd", "")
-	w.int(in, "socks5_remote_dns", 0)
-	w.str(in, "http_user_name", "")
-	w.str(in, "http_user_passwd", "")
-	w.str(in, "no_proxy", "")
-	w.int(in, "no_autodetect", 0)
+	w.flag(in, "use_http_proxy", p.UseHTTPProxy)
+	w.flag(in, "use_socks_proxy", p.UseSOCKSProxy)
+	w.flag(in, "use_http_auth", p.UseHTTPAuth)
+	w.str(in, "socks_server_name", p.SOCKSServerName)
+	w.int(in, "socks_server_port", port(p.SOCKSServerPort))
+	w.str(in, "http_server_name", p.HTTPServerName)
+	w.int(in, "http_server_port", port(p.HTTPServerPort))
+	w.str(in, "socks5_user_name", p.SOCKS5UserName)
+	w.str(in, "socks5_user_passwd", p.SOCKS5UserPasswd)
+	w.bool01(in, "socks5_remote_dns", p.SOCKS5RemoteDNS)
+	w.str(in, "http_user_name", p.HTTPUserName)
+	w.str(in, "http_user_passwd", p.HTTPUserPasswd)
+	w.str(in, "no_proxy", p.NoProxy)
+	w.bool01(in, "no_autodetect", p.NoAutodetect)
 	w.line("</proxy_info>")
 }

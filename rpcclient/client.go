@@ -62,6 +62,9 @@ type Options struct {
 	// Go's own default). Redirects to a scheme other than http or https,
 	// and from https to http, are refused whatever the count.
 	MaxRedirects int
+	// Proxy picks the proxy of each request (see ProxyFunc); nil uses the
+	// environment's.
+	Proxy func(*http.Request) (*url.URL, error)
 	// RootCAs verifies https servers; nil uses the system roots. See
 	// LoadCABundle for the system roots plus a private CA file. TLS 1.2 is
 	// the minimum version; certificate verification cannot be turned off.
@@ -145,8 +148,12 @@ func New(o Options) *Client {
 		cp := *o.HTTPClient
 		hc = &cp
 	} else {
+		proxy := o.Proxy
+		if proxy == nil {
+			proxy = http.ProxyFromEnvironment
+		}
 		hc = &http.Client{Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment,
+			Proxy: proxy,
 			DialContext: (&net.Dialer{
 				Timeout:   o.ConnectTimeout,
 				KeepAlive: 30 * time.Second,

@@ -299,6 +299,9 @@ func writeHost(x *xw, h *boinc.Host) {
 	x.elemS("    <os_version>", h.OSVersion, "</os_version>\n")
 	x.elemI("    <n_usable_coprocs>", int64(h.NUsableCoprocs), "</n_usable_coprocs>\n")
 	x.raw("    <wsl_available>0</wsl_available>\n")
+	if h.ProductName != "" {
+		x.elemS("    <product_name>", h.ProductName, "</product_name>\n")
+	}
 	x.raw("</host_info>\n")
 }
 

@@ -1,0 +1,205 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/coproc"
+	"github.com/boincd/boincd/guirpc"
+)
+
+// Client set-up a GUI changes: the proxy, host info, the configuration
+// files it edits, its language.
+
+const (
+	proxyMetaKey = "proxy_info"
+	// CCConfigFile and AppConfigFile are the C++ client's file names.
+	CCConfigFile  = "cc_config.xml"
+	AppConfigFile = "app_config.xml"
+)
+
+// settingsAction carries out the set-up actions of guirpc/settings.go.
+func (d *Daemon) settingsAction(a guirpc.Action, now time.Time) error {
+	switch a := a.(type) {
+	case guirpc.SetProxy:
+		d.setProxy(a.Info)
+		return nil
+	case guirpc.SetHostInfo:
+		if a.ProductName != "" && a.ProductName != d.host.ProductName {
+			d.host.ProductName = a.ProductName
+			d.batch.PutMeta("host", &d.host)
+			d.log.Info("product name set by GUI", slog.String("product_name", a.ProductName))
+		}
+		return nil
+	case guirpc.ResetHostInfo:
+		d.reprobeHost()
+		return nil
+	case guirpc.ReadConfigFile:
+		path, err := d.configFilePath(a.File, a.URL)
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			*a.Out = nil
+		case err != nil:
+			return fmt.Errorf("reading %s: %w", path, err)
+		default:
+			*a.Out = b
+		}
+		return nil
+	case guirpc.WriteConfigFile:
+		path, err := d.configFilePath(a.File, a.URL)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		if err := writeFileAtomic(path, []byte(a.XML+"\n"), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+		d.log.Info("configuration file written by GUI (applied on the next read_cc_config)", slog.String("path", path), slog.Int("bytes", len(a.XML)+1))
+		return nil
+	case guirpc.SetLanguage:
+		// Kept for the C++ client's one use of it, the language of
+		// notices a GUI asks for; boincd's own texts are English.
+		if a.Language != d.language {
+			d.language = a.Language
+			d.log.Debug("GUI language", slog.String("language", a.Language))
+		}
+		return nil
+	case guirpc.ReportDeviceStatus:
+		// Battery-powered GUIs (Android) report power and user activity
+		// here. As in the C++ client off Android, the host's own probes
+		// (hostcond) decide on Linux and Windows: the report is noted only.
+		d.log.Debug("device status reported by GUI",
+			slog.Bool("on_ac_power", a.Status.OnACPower), slog.Float64("battery_charge_pct", a.Status.BatteryChargePct),
+			slog.Bool("user_active", a.Status.UserActive))
+		return nil
+	}
+	return fmt.Errorf("unsupported operation %T", a)
+}
+
+// configFilePath is where a GUI-edited configuration file lives.
+func (d *Daemon) configFilePath(f guirpc.ConfigFile, url string) (string, error) {
+	switch f {
+	case guirpc.CCConfig:
+		return filepath.Join(d.opt.DataDir, CCConfigFile), nil
+	case guirpc.AppConfig:
+		if d.st.projects[url] == nil {
+			return "", guirpc.ErrNoSuchProject
+		}
+		return filepath.Join(d.projectDir(url), AppConfigFile), nil
+	}
+	return "", fmt.Errorf("unknown configuration file %d", f)
+}
+
+// writeFileAtomic replaces path with data so that a reader (or a crash)
+// sees the old file or the new one, never a part.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// setProxy applies and keeps new proxy settings. The HTTP transport reads
+// them at each request (rpcclient.ProxyFunc), so scheduler requests,
+// transfers and web RPCs started from now on use them.
+func (d *Daemon) setProxy(p boinc.ProxyInfo) {
+	cp := p
+	d.proxy.Store(&cp)
+	d.batch.PutMeta(proxyMetaKey, &cp)
+	d.logProxy(&cp)
+}
+
+// loadProxy restores the saved proxy settings at start.
+func (d *Daemon) loadProxy(meta map[string][]byte) {
+	var p boinc.ProxyInfo
+	decodeMeta(meta, proxyMetaKey, &p)
+	d.proxy.Store(&p)
+	if p.Active() {
+		d.logProxy(&p)
+	}
+}
+
+// logProxy is the C++ client's show_proxy_info.
+func (d *Daemon) logProxy(p *boinc.ProxyInfo) {
+	switch {
+	case p.UseHTTPProxy && p.HTTPServerName != "":
+		d.log.Info("Using HTTP proxy "+p.HTTPServerName+":"+strconv.Itoa(p.HTTPServerPort),
+			slog.String("no_proxy", p.NoProxy), slog.Bool("auth", p.UseHTTPAuth))
+	case p.UseSOCKSProxy && p.SOCKSServerName != "":
+		d.log.Info("Using SOCKS proxy "+p.SOCKSServerName+":"+strconv.Itoa(p.SOCKSServerPort),
+			slog.String("no_proxy", p.NoProxy))
+	default:
+		d.log.Info("Not using a proxy")
+	}
+}
+
+// currentProxy is what the HTTP transport asks, from any goroutine.
+func (d *Daemon) currentProxy() *boinc.ProxyInfo { return d.proxy.Load() }
+
+type hostReprobed struct {
+	h     boinc.Host
+	warns []error
+}
+
+// reprobeHost probes CPUs, memory, disk and OS again off the owner
+// goroutine (reset_host_info); identity, benchmarks and product name are
+// kept.
+func (d *Daemon) reprobeHost() {
+	if d.hostProbing {
+		return
+	}
+	d.hostProbing = true
+	d.wg.Add(1)
+	go func(ctx context.Context, dir string) {
+		defer d.wg.Done()
+		h, warns := coproc.ProbeHost(ctx, dir)
+		d.send(hostReprobed{h, warns})
+	}(d.ctx, d.opt.DataDir)
+}
+
+func (d *Daemon) handleHostReprobed(ev hostReprobed) {
+	d.hostProbing = false
+	for _, w := range ev.warns {
+		d.log.Warn("host probe", slog.Any("err", w))
+	}
+	h := ev.h
+	old := d.host
+	h.HostCPID, h.ProductName = old.HostCPID, old.ProductName
+	h.PFpops, h.PIops, h.PMembw, h.PCalculated = old.PFpops, old.PIops, old.PMembw, old.PCalculated
+	h.NUsableCoprocs = old.NUsableCoprocs // the GPU probe's (gpu.go)
+	d.host = h
+	d.batch.PutMeta("host", &d.host)
+	d.log.Info("host info probed again", slog.Int("cpus", h.PNCPUs), slog.Float64("memory_bytes", h.MNBytes),
+		slog.Float64("disk_free_bytes", h.DFree))
+}
