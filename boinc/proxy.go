@@ -15,9 +15,9 @@ type ProxyInfo struct {
 	UseSOCKSProxy    bool   `xml:"use_socks_proxy" json:"use_socks_proxy,omitempty"`
 	UseHTTPAuth      bool   `xml:"use_http_auth" json:"use_http_auth,omitempty"`
 	SOCKSServerName  string `xml:"socks_server_name" json:"socks_server_name,omitempty"`
-	SOCKSServerPort  int    `xml:"socks_server_port" json:"socks_server_port,omitempty"`
+	SOCKSServerPort  int    `xml:"socks_server_port" json:"socks_server_port"`
 	HTTPServerName   string `xml:"http_server_name" json:"http_server_name,omitempty"`
-	HTTPServerPort   int    `xml:"http_server_port" json:"http_server_port,omitempty"`
+	HTTPServerPort   int    `xml:"http_server_port" json:"http_server_port"`
 	SOCKS5UserName   string `xml:"socks5_user_name" json:"socks5_user_name,omitempty"`
 	SOCKS5UserPasswd string `xml:"socks5_user_passwd" json:"socks5_user_passwd,omitempty"`
 	SOCKS5RemoteDNS  bool   `xml:"socks5_remote_dns" json:"socks5_remote_dns,omitempty"`
@@ -27,6 +27,9 @@ type ProxyInfo struct {
 	NoProxy      string `xml:"no_proxy" json:"no_proxy,omitempty"`
 	NoAutodetect bool   `xml:"no_autodetect" json:"no_autodetect,omitempty"`
 }
+
+// DefaultProxyInfo is PROXY_INFO::clear(): no proxy, ports 80.
+func DefaultProxyInfo() ProxyInfo { return ProxyInfo{HTTPServerPort: 80, SOCKSServerPort: 80} }
 
 // Active reports whether a proxy is to be used at all.
 func (p *ProxyInfo) Active() bool {
@@ -51,9 +54,11 @@ func (p *ProxyInfo) Bypass(host string) bool {
 }
 
 // ParseProxyInfo reads a <proxy_info> element the way PROXY_INFO::parse
-// does: flags are present-or-"1", unknown elements are ignored, and a
-// port outside 1–65535 is an error naming the element (the C++ client
-// would hand it to libcurl, which fails every request).
+// does: flags are present-or-"1", unknown elements are ignored, a port
+// left out is 80 (PROXY_INFO::clear) and 0 is kept as given (boinccmd
+// sends it for a proxy that is not set), and a port outside 0–65535 is an
+// error naming the element (the C++ client would hand it to libcurl,
+// which fails every request).
 func ParseProxyInfo(data []byte) (ProxyInfo, error) {
 	var raw struct {
 		UseHTTPProxy     *flagValue `xml:"use_http_proxy"`
@@ -100,8 +105,8 @@ func proxyPort(tag, v string) (int, error) {
 		return 80, nil
 	}
 	var n int
-	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n < 1 || n > 65535 {
-		return 0, fmt.Errorf("proxy_info: <%s>%s</%s>: not a port (1-65535)", tag, v, tag)
+	if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n < 0 || n > 65535 {
+		return 0, fmt.Errorf("proxy_info: <%s>%s</%s>: not a port (0-65535)", tag, v, tag)
 	}
 	return n, nil
 }

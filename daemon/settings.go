@@ -142,7 +142,7 @@ func (d *Daemon) setProxy(p boinc.ProxyInfo) {
 
 // loadProxy restores the saved proxy settings at start.
 func (d *Daemon) loadProxy(meta map[string][]byte) {
-	var p boinc.ProxyInfo
+	p := boinc.DefaultProxyInfo()
 	decodeMeta(meta, proxyMetaKey, &p)
 	d.proxy.Store(&p)
 	if p.Active() {

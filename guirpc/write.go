@@ -850,12 +850,7 @@ func writeDailyXfers(w *xw, xs []DailyXfer) {
 
 func writeProxyInfo(w *xw, p *boinc.ProxyInfo) {
 	const in = "    "
-	port := func(n int) int64 {
-		if n <= 0 {
-			return 80
-		}
-		return int64(n)
-	}
+	port := func(n int) int64 { return int64(n) }
 	w.line("<proxy_info>")
 	w.flag(in, "use_http_proxy", p.UseHTTPProxy)
 	w.flag(in, "use_socks_proxy", p.UseSOCKSProxy)
