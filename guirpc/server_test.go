@@ -32,7 +32,8 @@ const (
 func richState() *State {
 	now := time.Unix(1795268562, 925166000)
 	st := &State{
-		Now: now,
+		Now:   now,
+		Proxy: boinc.DefaultProxyInfo(),
 		Host: HostInfo{Host: boinc.Host{
 			DomainName: "vm", IPAddr: "127.0.0.1", HostCPID: "dfd539091bf33cecbe163d62f5a1f9e1", PNCPUs: 4,
 			PVendor: "GenuineIntel", PModel: "Xeon <fast> & \"cool\"", PFeatures: "fpu sse2", PFpops: 1e9, PIops: 2e9,
