@@ -82,10 +82,15 @@ func (d *Daemon) evaluateHost(now time.Time, ownCPU map[string]float64) {
 // suspendReasons is the cc_status view: user request from the run mode,
 // else the host conditions in "auto" mode (ModeAlways ignores them).
 func (d *Daemon) suspendReasons(now time.Time) (cpu, gpu, network uint32) {
-	switch d.modes.Run.Current(now) {
-	case ModeNever:
+	switch {
+	case d.benchRunning:
+		// As the C++ client (check_suspend_processing), before any mode:
+		// benchmarks measure the CPUs alone, and tasks running beside
+		// them would skew every estimate made from the result.
+		cpu = hostcond.ReasonBenchmarks
+	case d.modes.Run.Current(now) == ModeNever:
 		cpu = SuspendUserReq
-	case ModeAuto:
+	case d.modes.Run.Current(now) == ModeAuto:
 		cpu = d.hostc.decision.Computing
 	}
 	switch d.modes.GPU.Current(now) {
@@ -100,6 +105,9 @@ func (d *Daemon) suspendReasons(now time.Time) (cpu, gpu, network uint32) {
 		network = SuspendUserReq
 	case ModeAuto:
 		network = d.hostc.decision.Network
+		if d.overXferQuota(now) {
+			network |= hostcond.ReasonNetworkQuota
+		}
 	}
 	return hostcond.Primary(cpu), hostcond.Primary(gpu), hostcond.Primary(network)
 }

@@ -17,20 +17,23 @@ func TestSuspendReasons(t *testing.T) {
 	tests := []struct {
 		name             string
 		run, gpu, net    int
+		bench            bool
 		dec              hostcond.Decision
 		wantCPU, wantGPU uint32
 		wantNet          uint32
 	}{
-		{"auto, nothing", ModeAuto, ModeAuto, ModeAuto, hostcond.Decision{}, 0, 0, 0},
-		{"auto, cpu busy", ModeAuto, ModeAuto, ModeAuto, busy, hostcond.ReasonCPUUsage, hostcond.ReasonCPUUsage, 0},
-		{"always ignores conditions", ModeAlways, ModeAlways, ModeAuto, busy, 0, 0, 0},
-		{"never is a user request", ModeNever, ModeAuto, ModeNever, hostcond.Decision{}, SuspendUserReq, SuspendUserReq, SuspendUserReq},
-		{"gpu never only", ModeAuto, ModeNever, ModeAuto, hostcond.Decision{}, 0, SuspendUserReq, 0},
-		{"network window", ModeAuto, ModeAuto, ModeAuto, hostcond.Decision{Network: hostcond.ReasonTimeOfDay}, 0, 0, hostcond.ReasonTimeOfDay},
+		{"auto, nothing", ModeAuto, ModeAuto, ModeAuto, false, hostcond.Decision{}, 0, 0, 0},
+		{"auto, cpu busy", ModeAuto, ModeAuto, ModeAuto, false, busy, hostcond.ReasonCPUUsage, hostcond.ReasonCPUUsage, 0},
+		{"always ignores conditions", ModeAlways, ModeAlways, ModeAuto, false, busy, 0, 0, 0},
+		{"never is a user request", ModeNever, ModeAuto, ModeNever, false, hostcond.Decision{}, SuspendUserReq, SuspendUserReq, SuspendUserReq},
+		{"gpu never only", ModeAuto, ModeNever, ModeAuto, false, hostcond.Decision{}, 0, SuspendUserReq, 0},
+		{"network window", ModeAuto, ModeAuto, ModeAuto, false, hostcond.Decision{Network: hostcond.ReasonTimeOfDay}, 0, 0, hostcond.ReasonTimeOfDay},
+		{"benchmarks stop computing whatever the mode", ModeAlways, ModeAlways, ModeAuto, true, hostcond.Decision{}, hostcond.ReasonBenchmarks, hostcond.ReasonBenchmarks, 0},
+		{"benchmarks come before never", ModeNever, ModeAuto, ModeAuto, true, busy, hostcond.ReasonBenchmarks, hostcond.ReasonBenchmarks, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &Daemon{hostc: newHostState()}
+			d := &Daemon{hostc: newHostState(), benchRunning: tt.bench}
 			d.modes.Run.Perm, d.modes.GPU.Perm, d.modes.Network.Perm = tt.run, tt.gpu, tt.net
 			d.hostc.decision = tt.dec
 			cpu, gpu, net := d.suspendReasons(now)
