@@ -81,6 +81,11 @@ type SchedulerReply struct {
 	// NoRscApps lists processor types ("CPU", "NVIDIA", "ATI", …) the
 	// project has no apps for.
 	NoRscApps []string
+	// RSSFeeds are the project's news feeds, when the reply has
+	// <rss_feeds> (HasRSSFeeds): the list replaces the one held before,
+	// and an empty one drops them all.
+	RSSFeeds    []RSSFeed
+	HasRSSFeeds bool
 }
 
 // Message is a <message> from the server. Priority is "low", "high" or
@@ -556,6 +561,10 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 		var s string
 		if s, err = p.trimmed(t); err == nil && s != "" {
 			r.NoRscApps = addUnique(r.NoRscApps, s)
+		}
+	case "rss_feeds":
+		if r.RSSFeeds, err = p.rssFeeds(t); err == nil {
+			r.HasRSSFeeds = true
 		}
 	case "no_cpu_apps", "no_cuda_apps", "no_ati_apps":
 		var b bool
