@@ -100,6 +100,11 @@ func (d *Daemon) suspendReasons(now time.Time) (cpu, gpu, network uint32) {
 		gpu = d.hostc.decision.GPU
 	}
 	gpu |= cpu
+	if d.host.NUsableCoprocs == 0 {
+		// The C++ client reports a GPU state only on a host that has
+		// GPUs: boinccmd and the Manager show "not suspended" otherwise.
+		gpu = 0
+	}
 	switch d.modes.Network.Current(now) {
 	case ModeNever:
 		network = SuspendUserReq

@@ -34,6 +34,7 @@ func TestSuspendReasons(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := &Daemon{hostc: newHostState(), benchRunning: tt.bench}
+			d.host.NUsableCoprocs = 1
 			d.modes.Run.Perm, d.modes.GPU.Perm, d.modes.Network.Perm = tt.run, tt.gpu, tt.net
 			d.hostc.decision = tt.dec
 			cpu, gpu, net := d.suspendReasons(now)
@@ -42,6 +43,11 @@ func TestSuspendReasons(t *testing.T) {
 			}
 			if d.computingSuspended(now) != (tt.wantCPU != 0) || d.networkSuspended(now) != (tt.wantNet != 0) {
 				t.Fatal("computingSuspended/networkSuspended disagree with the reasons")
+			}
+			// Without a GPU there is no GPU state to report.
+			d.host.NUsableCoprocs = 0
+			if _, gpu, _ := d.suspendReasons(now); gpu != 0 {
+				t.Fatalf("GPU reason %d on a host without GPUs", gpu)
 			}
 		})
 	}

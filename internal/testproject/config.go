@@ -56,6 +56,13 @@ type Config struct {
 	// clients attached to the earlier one still accept its apps. BOINC's
 	// key format limits it to 1024 bits.
 	SigningKey *rsa.PrivateKey
+	// Notices are sent as <message priority="notice"> in every processed
+	// scheduler reply (SetNotices replaces them).
+	Notices []string
+	// News, when set, is the project's news feed: every processed reply
+	// names it in <rss_feeds> and GET /notices.php serves it (SetNews
+	// replaces it).
+	News *NewsFeed
 }
 
 // App is one application with one version.

@@ -311,6 +311,7 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 	if len(jobs) == 0 {
 		rb.line(`<message priority="low">No tasks sent</message>`)
 	}
+	s.writeNoticesLocked(&rb, base, hostID)
 	rb.line("</scheduler_reply>")
 	return rb.Bytes()
 }

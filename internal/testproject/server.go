@@ -11,7 +11,8 @@
 // so the stock client accepts them without unsigned_apps_ok.
 //
 // Routes: GET / (master page), POST /cgi (scheduler), GET /download/NAME
-// (app and input files, Range supported), POST /cgi-bin/file_upload_handler.
+// (app and input files, Range supported), POST /cgi-bin/file_upload_handler,
+// GET /notices.php (the news feed, Config.News).
 //
 // Behaviour worth knowing in tests:
 //   - Every reported result is acked and counted in Stats.Reported, also
@@ -122,6 +123,7 @@ type Server struct {
 	done        chan struct{} // closed by Close: wakes hanging handlers
 	closeErr    error
 	closeCalled bool
+	newsFetches int
 }
 
 // outputFile is an output file the server expects to be uploaded.
@@ -192,6 +194,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("POST /cgi", s.handleScheduler)
 	mux.HandleFunc("GET /download/{name...}", s.handleDownload)
 	mux.HandleFunc("POST /cgi-bin/file_upload_handler", s.handleUpload)
+	mux.HandleFunc("GET /notices.php", s.handleNews)
 	s.mux = mux
 	return s, nil
 }
