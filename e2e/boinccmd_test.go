@@ -78,13 +78,21 @@ func (c *boinccmdClient) exec(pass string, args ...string) (string, error) {
 	return string(out), err
 }
 
+// daemonTail is the end of boincd's log (nothing for another client).
+func (c *boinccmdClient) daemonTail() string {
+	if c.d == nil {
+		return "(not boincd)"
+	}
+	return c.d.tail(40)
+}
+
 // run runs a command that must succeed; a failure fails the test at once
 // (later steps depend on it).
 func (c *boinccmdClient) run(args ...string) string {
 	c.t.Helper()
 	out, err := c.exec(c.pass, args...)
 	if err != nil {
-		c.t.Fatalf("boinccmd %s: %v\n%s\ndaemon log:\n%s", strings.Join(args, " "), err, out, c.d.tail(40))
+		c.t.Fatalf("boinccmd %s: %v\n%s\ndaemon log:\n%s", strings.Join(args, " "), err, out, c.daemonTail())
 	}
 	return out
 }
@@ -101,7 +109,7 @@ func (c *boinccmdClient) until(what string, timeout time.Duration, ok func(out s
 		}
 		if time.Now().After(deadline) {
 			c.t.Errorf("boinccmd %s: no %s within %v; last output:\n%s\ndaemon log:\n%s",
-				strings.Join(args, " "), what, timeout, out, c.d.tail(40))
+				strings.Join(args, " "), what, timeout, out, c.daemonTail())
 			return false
 		}
 		time.Sleep(200 * time.Millisecond)

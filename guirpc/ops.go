@@ -223,13 +223,6 @@ func opMessageCount(_ context.Context, s *Server, _ *request, w *xw) func(contex
 	return nil
 }
 
-func opNotices(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
-	// boincd has no notices (no RSS feeds, no scheduler notices).
-	w.line("<notices>")
-	w.line("</notices>")
-	return nil
-}
-
 func opNewerVersion(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
 	w.str("", "newer_version", "")
 	w.str("", "download_url", "")

@@ -15,6 +15,9 @@ type request struct {
 	op     string
 	fields map[string]string // child element → its text, trimmed
 	raw    []byte            // the whole message, for ops that take raw XML
+	// notices is the connection's get_notices memory (notices.go); nil
+	// outside a connection.
+	notices *noticeConn
 }
 
 func (r *request) has(name string) bool { _, ok := r.fields[name]; return ok }

@@ -367,6 +367,7 @@ type conn struct {
 	gotA2    bool
 	nonce    string
 	sentUna  bool // a remote peer already got <unauthorized/>
+	notices  noticeConn
 
 	// Guarded by s.mu.
 	class      connClass
@@ -601,6 +602,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		w.line("<unauthorized/>")
 		return []byte(w.String()), nil, nil
 	}
+	req.notices = &cc.notices
 	bctx, cancel := context.WithTimeout(ctx, backendTimeout)
 	defer cancel()
 	after := h.fn(bctx, s, req, w)

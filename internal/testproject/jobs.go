@@ -91,3 +91,11 @@ func loadApp(a App, sg *signer) (*appState, error) {
 	}
 	return st, nil
 }
+
+// AddJobs raises TotalJobs by n, so a test can hand its jobs out in
+// rounds: one client gets the first, another the next.
+func (s *Server) AddJobs(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.TotalJobs += n
+}
