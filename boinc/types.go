@@ -70,6 +70,21 @@ type Project struct {
 	// like an RPC failure so a broken app cannot cause a fetch-fail storm.
 	TaskFailures     int       `json:"task_failures,omitempty"`
 	TaskBackoffUntil time.Time `json:"task_backoff_until,omitempty"`
+
+	// The account as the scheduler last described it (zero when it never
+	// said): GUIs show them in the project's properties.
+	EmailHash      string    `json:"email_hash,omitempty"`
+	ExternalCPID   string    `json:"external_cpid,omitempty"`
+	CPIDTime       time.Time `json:"cpid_time,omitempty"`
+	UserCreateTime time.Time `json:"user_create_time,omitempty"`
+	HostCreateTime time.Time `json:"host_create_time,omitempty"`
+
+	// NJobsSuccess and NJobsError count the tasks reported since the
+	// project was attached, by outcome; ElapsedTime sums their final
+	// elapsed times (PROJECT::njobs_success, njobs_error, elapsed_time).
+	NJobsSuccess int     `json:"njobs_success,omitempty"`
+	NJobsError   int     `json:"njobs_error,omitempty"`
+	ElapsedTime  float64 `json:"elapsed_time,omitempty"`
 }
 
 // Dir is the project's directory name under projects/.
@@ -291,6 +306,51 @@ type Prefs struct {
 	SuspendCPUUsage            float64 `json:"suspend_cpu_usage"`
 	MaxBytesSecUp              float64 `json:"max_bytes_sec_up"`
 	MaxBytesSecDown            float64 `json:"max_bytes_sec_down"`
+	// DailyXferLimitMB over DailyXferPeriodDays is the network quota:
+	// past it, file transfers wait (0 = none).
+	DailyXferLimitMB    float64 `json:"daily_xfer_limit_mb,omitempty"`
+	DailyXferPeriodDays int     `json:"daily_xfer_period_days,omitempty"`
+
+	// When computing and network use are allowed (hostcond applies them;
+	// they are here so that the prefs in force read back whole).
+	RunOnBatteries         bool    `json:"run_on_batteries,omitempty"`
+	RunGPUIfUserActive     bool    `json:"run_gpu_if_user_active,omitempty"`
+	IdleTimeToRun          float64 `json:"idle_time_to_run,omitempty"`
+	SuspendIfNoRecentInput float64 `json:"suspend_if_no_recent_input,omitempty"`
+	StartHour              float64 `json:"start_hour,omitempty"`
+	EndHour                float64 `json:"end_hour,omitempty"`
+	NetStartHour           float64 `json:"net_start_hour,omitempty"`
+	NetEndHour             float64 `json:"net_end_hour,omitempty"`
+	// Days are the <day_prefs> windows, indexed by day of week (Sunday 0).
+	Days [7]DayPrefs `json:"-"`
+}
+
+// DayPrefs is one weekday's <day_prefs>: the windows that replace the
+// general ones on that day, when Has… is set.
+type DayPrefs struct {
+	HasCPU, HasNet           bool
+	StartHour, EndHour       float64
+	NetStartHour, NetEndHour float64
+}
+
+// DailyStats is one day of a project's credit history, as the scheduler
+// last reported it that day (the C++ client's DAILY_STATS,
+// statistics_<project>.xml). Day is a UTC midnight, as the C++ client
+// rounds it (dday()).
+type DailyStats struct {
+	Day              time.Time `json:"day"`
+	UserTotalCredit  float64   `json:"user_total_credit"`
+	UserExpavgCredit float64   `json:"user_expavg_credit"`
+	HostTotalCredit  float64   `json:"host_total_credit"`
+	HostExpavgCredit float64   `json:"host_expavg_credit"`
+}
+
+// DailyXfer is one day of network traffic in bytes (DAILY_XFER); When
+// is the day number: days since the Unix epoch (UTC).
+type DailyXfer struct {
+	When int     `json:"when"`
+	Up   float64 `json:"up"`
+	Down float64 `json:"down"`
 }
 
 // DefaultPrefs are the C++ client's defaults (lib/prefs.cpp), which the
@@ -309,6 +369,7 @@ func DefaultPrefs() Prefs {
 		RAMMaxUsedIdlePct:          90,
 		RunIfUserActive:            true,
 		SuspendCPUUsage:            25,
+		IdleTimeToRun:              3,
 	}
 }
 

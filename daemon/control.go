@@ -9,6 +9,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/hostcond"
 )
 
 // Run modes (lib/common_defs.h).
@@ -89,7 +90,9 @@ func (d *Daemon) computingSuspended(now time.Time) bool {
 // outside the network time window.
 func (d *Daemon) networkSuspended(now time.Time) bool {
 	_, _, n := d.suspendReasons(now)
-	return n != 0
+	// The transfer quota, the last reason in precedence, holds back file
+	// transfers only (startTransfers): scheduler requests still go out.
+	return n != 0 && n != hostcond.ReasonNetworkQuota
 }
 
 // SetMode changes one of the run, gpu or network modes.
@@ -169,7 +172,10 @@ func (d *Daemon) projectOp(url, op string, now time.Time) error {
 		p.DetachWhenDone = true
 		log.Info("project will be detached when its tasks are done")
 	case "dont_detach_when_done":
+		// As the C++ client: "detach when done" set "no new tasks", and
+		// taking it back clears both.
 		p.DetachWhenDone = false
+		p.NoNewTasks = false
 	default:
 		return fmt.Errorf("unknown project operation %q", op)
 	}

@@ -385,6 +385,7 @@ func (d *Daemon) accountUsage(now time.Time, dt float64) {
 		}
 	}
 	workfetch.UpdateDebts(now, d.coreHost(), c.projects, c.jobs, used, period.Seconds())
+	end := float64(now.UnixNano()) / 1e9
 	for i, url := range c.urls {
 		pc := d.counters(url)
 		for r := range workfetch.NumRsc {
@@ -392,6 +393,7 @@ func (d *Daemon) accountUsage(now time.Time, dt float64) {
 		}
 		st := d.schedState(url)
 		st.Debt = c.projects[i].State.Debt
+		workfetch.UpdateREC(st, d.coreHost(), d.host.PFpops, used[i], end-period.Seconds(), end)
 		d.saveSchedState(url)
 	}
 	clear(c.used)

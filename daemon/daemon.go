@@ -188,8 +188,10 @@ type Daemon struct {
 	persist         persistState
 	startTime       time.Time
 	stats           Stats
-	pcount          map[string]*projectCounters // master URL → totals for metrics
-	netStats        boinc.NetStats              // measured transfer rates, persisted
+	pcount          map[string]*projectCounters   // master URL → totals for metrics
+	netStats        boinc.NetStats                // measured transfer rates, persisted
+	dailyStats      map[string][]boinc.DailyStats // master URL → credit history, persisted (stats.go)
+	dailyXfers      []boinc.DailyXfer             // bytes moved per day, persisted (stats.go)
 }
 
 // Stats are counters for the summary the demo prints.
@@ -245,6 +247,7 @@ func New(opt Options) (*Daemon, error) {
 		hostc:       newHostState(),
 		sched:       map[string]*workfetch.ProjectState{},
 		rpcDetached: map[string]string{},
+		dailyStats:  map[string][]boinc.DailyStats{},
 	}
 	elog.SetProjectNamer(d.names.get)
 	d.hard, d.stopNow = context.WithCancel(context.Background())
@@ -293,6 +296,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.loadSchedStates(snap.Meta)
 	decodeMeta(snap.Meta, modesMetaKey, &d.modes)
 	decodeMeta(snap.Meta, NetStatsMetaKey, &d.netStats)
+	d.loadStats(snap.Meta)
 	for k, v := range snap.Meta {
 		if url, ok := strings.CutPrefix(k, "rpc_detached:"); ok {
 			var digest string

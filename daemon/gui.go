@@ -13,6 +13,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/workfetch"
 )
 
 // oldResultsKept bounds the list get_old_results shows (acknowledged
@@ -232,8 +233,9 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 	st := &guirpc.State{
 		Now:               now,
 		Host:              guirpc.HostInfo{Host: d.host, Coprocs: d.guiCoprocs()},
-		Prefs:             d.prefs,
+		Prefs:             guiPrefs(d.prefs, d.hostc.prefs),
 		PrefsOverride:     d.prefsOverride(),
+		DailyXfers:        d.guiDailyXfers(),
 		Proxy:             *d.proxy.Load(),
 		PlatformName:      boinc.PlatformName,
 		Platforms:         []string{boinc.PlatformName},
@@ -265,15 +267,29 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 	}
 	st.NetStats = guiNetStats(d.netStats)
 	projUse := 0.0
-	for _, p := range d.st.sortedProjects() {
+	projects := d.st.sortedProjects()
+	prio := d.guiPriorities(projects)
+	for i, p := range projects {
+		work := *d.schedState(p.MasterURL)
 		pi := guirpc.ProjectInfo{
 			Project:                *p,
-			Work:                   *d.schedState(p.MasterURL),
+			Work:                   work,
+			EmailHash:              p.EmailHash,
+			ExternalCPID:           p.ExternalCPID,
+			CPIDTime:               p.CPIDTime,
+			UserCreateTime:         p.UserCreateTime,
+			HostCreateTime:         p.HostCreateTime,
+			REC:                    work.REC,
+			RECTime:                secsTime(work.RECTime),
+			NJobsSuccess:           p.NJobsSuccess,
+			NJobsError:             p.NJobsError,
+			ElapsedTime:            p.ElapsedTime,
 			DiskUsage:              dirSize(d.projectDir(p.MasterURL)),
 			SchedulerRPCInProgress: d.rpc != nil && d.rpc.project == p.MasterURL,
 			DetachWhenDone:         p.DetachWhenDone,
 			ProjectDir:             d.projectDir(p.MasterURL),
-			SchedPriority:          d.priorityOf(p.MasterURL),
+			SchedPriority:          prio[i],
+			Statistics:             d.guiStatistics(p.MasterURL),
 		}
 		projUse += pi.DiskUsage
 		st.Projects = append(st.Projects, pi)
@@ -317,11 +333,15 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 			}
 			if a := d.active[r.Key()]; a != nil {
 				at.ElapsedTime = a.elapsed(now)
+				at.SwapSize = a.swapSize
 				if a.suspended {
 					at.ActiveState = 9 // SUSPENDED
 				} else {
 					at.ActiveState, at.SchedulerState = 1, 2 // EXECUTING, SCHEDULED
 				}
+			}
+			if at.ElapsedTime > 0 {
+				at.ProgressRate = at.FractionDone / at.ElapsedTime
 			}
 			ri.Active = at
 		}
@@ -376,11 +396,28 @@ func (d *Daemon) guiTransfers(now time.Time) []guirpc.TransferInfo {
 	return out
 }
 
-func (d *Daemon) priorityOf(url string) float64 {
-	if i, ok := d.core.index[url]; ok && i < len(d.core.prio) {
-		return d.core.prio[i]
+// guiPriorities is each project's sched_priority on the C++ client's
+// scale (workfetch.RECPriority): boincd ranks projects by debt, in
+// seconds, which the GUIs would show as a meaningless -9527; they expect
+// REC's -1 for "got its share", 0 for "owed everything".
+func (d *Daemon) guiPriorities(projects []*boinc.Project) []float64 {
+	rec := make([]float64, len(projects))
+	share := make([]float64, len(projects))
+	eligible := make([]bool, len(projects))
+	for i, p := range projects {
+		rec[i] = d.schedState(p.MasterURL).REC
+		share[i] = p.ResourceShare
+		eligible[i] = !p.Suspended
 	}
-	return 0
+	return workfetch.RECPriority(rec, share, eligible, nil)
+}
+
+// secsTime is a Unix-seconds value as a time, 0 as the zero time.
+func secsTime(s float64) time.Time {
+	if s == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(s*1e9))
 }
 
 // rememberOldResult records an acknowledged result for get_old_results.

@@ -110,6 +110,9 @@ func (d *Daemon) suspendReasons(now time.Time) (cpu, gpu, network uint32) {
 		network = SuspendUserReq
 	case ModeAuto:
 		network = d.hostc.decision.Network
+		if d.overXferQuota(now) {
+			network |= hostcond.ReasonNetworkQuota
+		}
 	}
 	return hostcond.Primary(cpu), hostcond.Primary(gpu), hostcond.Primary(network)
 }

@@ -16,6 +16,7 @@ const NetStatsMetaKey = "net_stats"
 // bwdown as the host's n_bwup and n_bwdown). A transfer that moved nothing
 // (the file was already there) says nothing about the link.
 func (d *Daemon) recordTransfer(upload bool, moved int64, took time.Duration, now time.Time) {
+	d.recordDailyXfer(upload, moved, now)
 	if moved <= 0 || took <= 0 {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -56,6 +57,10 @@ func applyPrefsXML(p *boinc.Prefs, raw []byte) error {
 		"suspend_cpu_usage":             &p.SuspendCPUUsage,
 		"max_bytes_sec_up":              &p.MaxBytesSecUp,
 		"max_bytes_sec_down":            &p.MaxBytesSecDown,
+		"daily_xfer_limit_mb":           &p.DailyXferLimitMB,
+	}
+	ints := map[string]*int{
+		"daily_xfer_period_days": &p.DailyXferPeriodDays,
 	}
 	bools := map[string]*bool{
 		"leave_apps_in_memory": &p.LeaveAppsInMemory,
@@ -97,6 +102,13 @@ func applyPrefsXML(p *boinc.Prefs, raw []byte) error {
 					return fmt.Errorf("<%s>%s</%s>: not a number", t.Name.Local, text, t.Name.Local)
 				}
 				*f = v
+			} else if n, ok := ints[t.Name.Local]; ok {
+				// BOINC's parse_int reads the leading number ("3.0" is 3).
+				v, err := strconv.ParseFloat(text, 64)
+				if err != nil || v < math.MinInt32 || v > math.MaxInt32 {
+					return fmt.Errorf("<%s>%s</%s>: not an integer", t.Name.Local, text, t.Name.Local)
+				}
+				*n = int(v)
 			} else if b, ok := bools[t.Name.Local]; ok {
 				*b = text == "" || text == "1"
 			}

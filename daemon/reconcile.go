@@ -212,6 +212,7 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 	delete(d.st.projects, url)
 	delete(d.sched, url)
 	d.batch.DeleteMeta(schedMetaKey(url))
+	d.forgetStats(url)
 	d.batch.DeleteProjectAll(url)
 	if !d.flush() {
 		return

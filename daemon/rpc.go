@@ -400,6 +400,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	}
 	d.counters(p.MasterURL).rpcs[RPCOK]++
 	d.applyProjectInfo(p, rep)
+	d.recordCredit(p, rep, now)
 	newResults, got := d.applyWork(p, rep, now)
 	d.handleWorkReply(p, ev.req, got, ev.reason == boinc.RPCUserReq, now)
 
@@ -705,6 +706,7 @@ func (d *Daemon) applyDeletes(p *boinc.Project, names []string) {
 // and files once nothing else uses them.
 func (d *Daemon) ackResult(r *boinc.Result) {
 	d.rememberOldResult(r, time.Now())
+	d.countReported(r)
 	_ = r.SetPhase(boinc.PhaseAcked)
 	delete(d.st.results, r.Key())
 	d.batch.DeleteResult(r.Key())

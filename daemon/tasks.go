@@ -31,6 +31,7 @@ type activeTask struct {
 	aborting       bool
 	abortStatus    int
 	abortMsg       string
+	swapSize       float64 // bytes, last sample (GUI swap_size)
 }
 
 func (a *activeTask) elapsed(now time.Time) float64 {
@@ -290,6 +291,7 @@ func (d *Daemon) pollTasks(now time.Time) {
 		if s.WorkingSet > r.PeakWorkingSet {
 			r.PeakWorkingSet = s.WorkingSet
 		}
+		at.swapSize = s.SwapSize
 		if s.Checkpointed {
 			at.lastCheckpoint = now
 			r.CheckpointCPUTime = s.CheckpointCPUTime

@@ -146,7 +146,7 @@ func (d *Daemon) xferCounts() (total int, per map[string]int) {
 // for outputs of finished tasks, within the concurrency limits and the
 // per-file backoffs.
 func (d *Daemon) startTransfers(now time.Time) {
-	if d.networkSuspended(now) {
+	if d.networkSuspended(now) || d.xferQuotaHolds(now) {
 		return
 	}
 	total, per := d.xferCounts()

@@ -266,6 +266,10 @@ func (fs *fixtureState) clientState(n *xnode) {
 				RAMMaxUsedBusyPct: k.f("ram_max_used_busy_pct"), RAMMaxUsedIdlePct: k.f("ram_max_used_idle_pct"),
 				LeaveAppsInMemory: k.i("leave_apps_in_memory") != 0, RunIfUserActive: k.i("run_if_user_active") != 0,
 				SuspendCPUUsage: k.f("suspend_cpu_usage"), MaxBytesSecUp: k.f("max_bytes_sec_up"), MaxBytesSecDown: k.f("max_bytes_sec_down"),
+				RunOnBatteries: k.i("run_on_batteries") != 0, RunGPUIfUserActive: k.i("run_gpu_if_user_active") != 0,
+				SuspendIfNoRecentInput: k.f("suspend_if_no_recent_input"), IdleTimeToRun: k.f("idle_time_to_run"),
+				StartHour: k.f("start_hour"), EndHour: k.f("end_hour"), NetStartHour: k.f("net_start_hour"), NetEndHour: k.f("net_end_hour"),
+				DailyXferLimitMB: k.f("daily_xfer_limit_mb"), DailyXferPeriodDays: k.i("daily_xfer_period_days"),
 			}
 		}
 	}

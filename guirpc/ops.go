@@ -184,7 +184,8 @@ func opSimpleGUIInfo(_ *Server, st *State, _ *request, w *xw) {
 	for i := range st.Projects {
 		writeProject(w, st, &st.Projects[i])
 	}
-	writeResults(w, st, false)
+	// write_tasks_gui(active_only=true): the tasks with an active task.
+	writeResults(w, st, true)
 	w.line("</simple_gui_info>")
 }
 
@@ -291,7 +292,7 @@ func opSetPrefsOverride(ctx context.Context, s *Server, req *request, w *xw) fun
 		w.str("", "error", errorText(err))
 		return nil
 	}
-	w.line("<status>0</status>")
+	w.line("<success/>")
 	return nil
 }
 

@@ -584,8 +584,9 @@ func writeTimeStats(w *xw, t *TimeStats, now time.Time) {
 	w.line("</time_stats>")
 }
 
-// writePrefs is GLOBAL_PREFS::write. Prefs boincd does not implement are
-// written with the C++ defaults, which is how they behave here.
+// writePrefs is GLOBAL_PREFS::write. Prefs boincd does not implement
+// (batteries' charge and temperature, dial-up, VM limit, wifi) are written
+// with the C++ defaults, which is how they behave here.
 func writePrefs(w *xw, p *boinc.Prefs, overridePresent bool) {
 	const in = "   "
 	w.line("<global_preferences>")
@@ -593,15 +594,15 @@ func writePrefs(w *xw, p *boinc.Prefs, overridePresent bool) {
 	w.f(in, "mod_time", 0)
 	w.f(in, "battery_charge_min_pct", 90)
 	w.f(in, "battery_max_temperature", 40)
-	w.bool01(in, "run_on_batteries", false)
+	w.bool01(in, "run_on_batteries", p.RunOnBatteries)
 	w.bool01(in, "run_if_user_active", p.RunIfUserActive)
-	w.bool01(in, "run_gpu_if_user_active", false)
-	w.f(in, "suspend_if_no_recent_input", 0)
+	w.bool01(in, "run_gpu_if_user_active", p.RunGPUIfUserActive)
+	w.f(in, "suspend_if_no_recent_input", p.SuspendIfNoRecentInput)
 	w.f(in, "suspend_cpu_usage", p.SuspendCPUUsage)
-	w.f(in, "start_hour", 0)
-	w.f(in, "end_hour", 0)
-	w.f(in, "net_start_hour", 0)
-	w.f(in, "net_end_hour", 0)
+	w.f(in, "start_hour", p.StartHour)
+	w.f(in, "end_hour", p.EndHour)
+	w.f(in, "net_start_hour", p.NetStartHour)
+	w.f(in, "net_end_hour", p.NetEndHour)
 	w.bool01(in, "leave_apps_in_memory", p.LeaveAppsInMemory)
 	w.bool01(in, "confirm_before_connecting", true)
 	w.bool01(in, "hangup_if_dialed", false)
@@ -617,14 +618,32 @@ func writePrefs(w *xw, p *boinc.Prefs, overridePresent bool) {
 	w.f(in, "vm_max_used_pct", 75)
 	w.f(in, "ram_max_used_busy_pct", p.RAMMaxUsedBusyPct)
 	w.f(in, "ram_max_used_idle_pct", p.RAMMaxUsedIdlePct)
-	w.f(in, "idle_time_to_run", 3)
+	w.f(in, "idle_time_to_run", p.IdleTimeToRun)
 	w.f(in, "max_bytes_sec_up", p.MaxBytesSecUp)
 	w.f(in, "max_bytes_sec_down", p.MaxBytesSecDown)
 	w.f(in, "cpu_usage_limit", p.CPUUsageLimit)
-	w.f(in, "daily_xfer_limit_mb", 0)
-	w.int(in, "daily_xfer_period_days", 0)
+	w.f(in, "daily_xfer_limit_mb", p.DailyXferLimitMB)
+	w.int(in, "daily_xfer_period_days", int64(p.DailyXferPeriodDays))
 	w.bool01(in, "override_file_present", overridePresent)
 	w.bool01(in, "network_wifi_only", false)
+	for i, d := range p.Days {
+		if !d.HasCPU && !d.HasNet {
+			continue
+		}
+		// %.02f, as the C++ client prints day windows.
+		hour := func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+		w.line(in + "<day_prefs>")
+		w.int(in+in, "day_of_week", int64(i))
+		if d.HasCPU {
+			w.line(in + in + "<start_hour>" + hour(d.StartHour) + "</start_hour>")
+			w.line(in + in + "<end_hour>" + hour(d.EndHour) + "</end_hour>")
+		}
+		if d.HasNet {
+			w.line(in + in + "<net_start_hour>" + hour(d.NetStartHour) + "</net_start_hour>")
+			w.line(in + in + "<net_end_hour>" + hour(d.NetEndHour) + "</net_end_hour>")
+		}
+		w.line(in + "</day_prefs>")
+	}
 	w.line("</global_preferences>")
 }
 
@@ -840,9 +859,9 @@ func writeDailyXfers(w *xw, xs []DailyXfer) {
 	w.line("<daily_xfers>")
 	for _, x := range xs {
 		w.line("<dx>")
-		w.int("    ", "when", int64(x.When))
-		w.f("    ", "up", x.Up)
-		w.f("    ", "down", x.Down)
+		w.int("   ", "when", int64(x.When))
+		w.f("   ", "up", x.Up)
+		w.f("   ", "down", x.Down)
 		w.line("</dx>")
 	}
 	w.line("</daily_xfers>")

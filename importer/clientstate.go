@@ -29,6 +29,8 @@ type csProject struct {
 	rawURL     string // as written, for the BOINC project directory name
 	p          boinc.Project
 	dcf        float64
+	rec        float64 // REC, credit per day
+	recTime    float64 // Unix seconds
 	rscBackoff map[string]time.Time
 	rscIntvl   map[string]float64
 
@@ -253,6 +255,16 @@ func parseProject(path string, n *node) (*csProject, error) {
 	p.DetachWhenDone = f.bool("detach_when_done")
 	p.Ended = f.bool("ended")
 	p.NoRscApps = f.strs("no_rsc_apps")
+	p.EmailHash = f.str("email_hash")
+	p.ExternalCPID = f.str("external_cpid")
+	p.CPIDTime = f.time("cpid_time")
+	p.UserCreateTime = f.time("user_create_time")
+	p.HostCreateTime = f.time("host_create_time")
+	p.NJobsSuccess = max(f.int("njobs_success"), 0)
+	p.NJobsError = max(f.int("njobs_error"), 0)
+	p.ElapsedTime = max(f.float("elapsed_time"), 0)
+	cp.rec = max(f.float("rec"), 0)
+	cp.recTime = max(f.float("rec_time"), 0)
 	for _, c := range f.all("rsc_backoff_time") {
 		cf := &fields{file: path, n: c}
 		c.path = n.path + " <rsc_backoff_time>"

@@ -116,7 +116,9 @@ func Import(ctx context.Context, opt Options) (*Summary, error) {
 
 	im := &importer{
 		ctx: ctx, log: log, now: now(), src: src, dst: dst, cs: cs,
-		sum: &Summary{BOINCDir: src, DataDir: dst, ConfigPath: cfgPath, DryRun: opt.DryRun},
+		sum:   &Summary{BOINCDir: src, DataDir: dst, ConfigPath: cfgPath, DryRun: opt.DryRun},
+		stats: readStatistics(src, log),
+		xfers: readDailyXfers(src, log),
 	}
 	if err := im.loadTarget(); err != nil {
 		return nil, err
@@ -211,7 +213,10 @@ type importer struct {
 	dst string
 	cs  *clientState
 	sum *Summary
-	cfg *configPlan
+	// stats and xfers are the client's statistics files (stats.go).
+	stats map[string][]boinc.DailyStats
+	xfers []boinc.DailyXfer
+	cfg   *configPlan
 
 	store     *statefile.Store
 	snap      *statefile.Snapshot
@@ -414,7 +419,7 @@ func (im *importer) buildProject(pp *projectPlan) error {
 		dcf = 1
 	}
 	p.DCF = dcf
-	pp.sched = &workfetch.ProjectState{DCF: dcf}
+	pp.sched = &workfetch.ProjectState{DCF: dcf, REC: cp.rec, RECTime: cp.recTime}
 	for name, until := range cp.rscBackoff {
 		if rsc, ok := workfetch.RscByName(name); ok && until.After(im.now) {
 			pp.sched.Backoff[rsc] = workfetch.Backoff{Interval: cp.rscIntvl[name], Until: until}
@@ -958,6 +963,13 @@ func (im *importer) commit() error {
 		if pp.sched != nil {
 			b.PutMeta("sched:"+pp.p.MasterURL, pp.sched)
 		}
+		key := daemon.StatsMetaKey(pp.p.MasterURL)
+		if _, ok := im.snap.Meta[key]; !ok && len(im.stats[pp.p.MasterURL]) > 0 {
+			b.PutMeta(key, im.stats[pp.p.MasterURL])
+		}
+	}
+	if _, ok := im.snap.Meta[daemon.DailyXferMetaKey]; !ok && len(im.xfers) > 0 {
+		b.PutMeta(daemon.DailyXferMetaKey, im.xfers)
 	}
 	// The host keeps the C++ client's host CPID and benchmarks, unless
 	// boincd already has a host record of its own.

@@ -25,9 +25,15 @@ type SchedulerReply struct {
 	TeamName         string
 	CrossProjectID   string
 	EmailHash        string
+	ExternalCPID     string
 	HostVenue        string
-	UserID           int64
-	TeamID           int64
+	// UserCreateTime, HostCreateTime and CPIDTime are Unix seconds, 0
+	// when absent.
+	UserCreateTime float64
+	HostCreateTime float64
+	CPIDTime       float64
+	UserID         int64
+	TeamID         int64
 	// HostID is non-zero only when the server created a new host record.
 	HostID int64
 
@@ -435,6 +441,14 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 		r.HostTotalCredit, err = p.float(t)
 	case "host_expavg_credit":
 		r.HostExpavgCredit, err = p.float(t)
+	case "user_create_time":
+		r.UserCreateTime, err = p.float(t)
+	case "host_create_time":
+		r.HostCreateTime, err = p.float(t)
+	case "cpid_time":
+		r.CPIDTime, err = p.float(t)
+	case "external_cpid":
+		r.ExternalCPID, err = p.trimmed(t)
 	case "request_delay":
 		if r.RequestDelay, err = p.float(t); err == nil {
 			err = checkRange("request_delay", r.RequestDelay, math.Inf(-1), MaxReplyDelay)

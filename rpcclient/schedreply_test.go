@@ -32,6 +32,8 @@ func TestParseReplyFirstContact(t *testing.T) {
 		UserName:         "refuser",
 		CrossProjectID:   "11111111111111111111111111111111",
 		EmailHash:        "00000000000000000000000000000000",
+		UserCreateTime:   1795182141,
+		HostCreateTime:   1795268541,
 		HostID:           1,
 		RequestDelay:     5,
 		ProjectPrefs:     "\n<resource_share>100</resource_share>\n",

@@ -22,7 +22,7 @@ func processCPU(t *testing.T, pid int) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, cpu, _, ok := parseStat(b)
+	_, cpu, _, _, ok := parseStat(b)
 	if !ok {
 		t.Fatalf("cannot parse /proc/%d/stat", pid)
 	}

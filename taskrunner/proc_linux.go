@@ -42,6 +42,7 @@ const clockTicks = 100
 type usage struct {
 	cpu float64 // seconds, live members plus their reaped children
 	rss float64 // bytes
+	vm  float64 // bytes of virtual memory (what BOINC calls swap_size)
 	ok  bool
 }
 
@@ -69,31 +70,33 @@ func groupUsages(procs []procRef) map[int]usage {
 		if err != nil {
 			continue
 		}
-		pgrp, cpu, rss, ok := parseStat(b)
+		pgrp, cpu, rss, vm, ok := parseStat(b)
 		if !ok || !want[pgrp] {
 			continue
 		}
 		u := out[pgrp]
 		u.cpu += cpu
 		u.rss += rss * page
+		u.vm += vm
 		u.ok = true
 		out[pgrp] = u
 	}
 	return out
 }
 
-// parseStat reads pgrp, utime+stime+cutime+cstime (seconds) and rss
-// (pages) from /proc/PID/stat. The command name may contain spaces and
+// parseStat reads pgrp, utime+stime+cutime+cstime (seconds), rss
+// (pages) and vsize (bytes; the C++ client's swap_size, procinfo_unix)
+// from /proc/PID/stat. The command name may contain spaces and
 // parentheses, so fields are counted from the last ')'.
-func parseStat(b []byte) (pgrp int, cpu, rss float64, ok bool) {
+func parseStat(b []byte) (pgrp int, cpu, rss, vm float64, ok bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, 0, false
+		return 0, 0, 0, 0, false
 	}
 	f := strings.Fields(string(b[i+1:]))
 	// f[0] is field 3 (state): field n is f[n-3].
 	if len(f) < 22 {
-		return 0, 0, 0, false
+		return 0, 0, 0, 0, false
 	}
 	num := func(n int) float64 {
 		v, _ := strconv.ParseFloat(f[n-3], 64)
@@ -101,10 +104,10 @@ func parseStat(b []byte) (pgrp int, cpu, rss float64, ok bool) {
 	}
 	pg, err := strconv.Atoi(f[5-3])
 	if err != nil {
-		return 0, 0, 0, false
+		return 0, 0, 0, 0, false
 	}
 	cpu = (num(14) + num(15) + num(16) + num(17)) / clockTicks
-	return pg, cpu, num(24), true
+	return pg, cpu, num(24), num(23), true
 }
 
 // KillOrphan kills the process group of a task left running by a daemon

@@ -121,6 +121,9 @@ type Status struct {
 	// WorkingSet is the smoothed working set of the whole process group
 	// in bytes (Linux and Windows; see WSSHalfLife).
 	WorkingSet float64
+	// SwapSize is the process group's virtual memory size in bytes, as
+	// the C++ client reports swap_size (Linux only; 0 elsewhere).
+	SwapSize float64
 	// DiskUsage is the last measured disk usage in bytes.
 	DiskUsage float64
 	// Suspended is the daemon's Suspend; Throttled says the CPU throttle
@@ -324,6 +327,7 @@ type task struct {
 	fraction     float64
 	wss          float64 // last sample
 	wssSmoothed  float64
+	vm           float64   // bytes, last sample (Status.SwapSize)
 	wssTime      time.Time // when wssSmoothed was last updated
 	peakWSS      float64
 	disk         float64
@@ -559,6 +563,7 @@ func (r *Runner) Poll(now time.Time) []Status {
 			ElapsedTime:           t.elapsed,
 			Checkpointed:          t.checkpointed,
 			WorkingSet:            t.wssSmoothed,
+			SwapSize:              t.vm,
 			DiskUsage:             t.disk,
 			Suspended:             t.suspended,
 			Throttled:             t.throttled,
@@ -600,6 +605,7 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 	}
 	t.lastTick = now
 	if u.ok {
+		t.vm = u.vm
 		t.wss = u.rss
 		t.wssSmoothed = smoothWSS(t.wssSmoothed, u.rss, now.Sub(t.wssTime))
 		t.wssTime = now

@@ -121,6 +121,10 @@ type ProjectState struct {
 	// DCF is the duration correction factor (1 when the server says
 	// dont_use_dcf).
 	DCF float64 `json:"dcf,omitempty"`
+	// REC is the recent estimated credit (credit per day) and RECTime
+	// when it was last brought up to date (Unix seconds); see UpdateREC.
+	REC     float64 `json:"rec,omitempty"`
+	RECTime float64 `json:"rec_time,omitempty"`
 }
 
 // Project is one attached project as the core sees it.

@@ -1,0 +1,66 @@
+package workfetch
+
+import "github.com/boincd/boincd/boinc"
+
+// REC is the C++ client's "recent estimated credit" (SCHEDULING §1.2):
+// boincd schedules by debt, but the GUIs show REC and the priority the
+// C++ client derives from it, so it is kept the same way.
+const (
+	// RECHalfLife is cc_config's rec_half_life default (10 days), in
+	// seconds.
+	RECHalfLife = 10 * 86400.0
+	// CobblestoneScale is credit per FLOP (COBBLESTONE_SCALE): 200 per
+	// day of a 1 GFLOPS computer.
+	CobblestoneScale = 200 / 86400e9
+)
+
+// UpdateREC is update_rec: the instance-seconds used[r] a project got in
+// [start, now] (Unix seconds) become credit, estimated from the CPU
+// benchmark pFpops and each resource's speed relative to a CPU, and are
+// folded into its exponentially decaying average, in credit per day.
+func UpdateREC(st *ProjectState, h Host, pFpops float64, used [NumRsc]float64, start, now float64) {
+	x := 0.0
+	for r := range NumRsc {
+		x += used[r] * pFpops * relSpeed(&h, Rsc(r))
+	}
+	x *= CobblestoneScale
+	if st.RECTime == 0 {
+		// The C++ client starts a project's REC clock when it attaches, so
+		// its first credit is averaged over the half-life like any other,
+		// not taken as a whole day's rate.
+		st.RECTime = start
+	}
+	boinc.UpdateAverage(now, start, x, RECHalfLife, &st.REC, &st.RECTime)
+}
+
+// RECPriority is the C++ client's PROJECT::sched_priority as the GUIs
+// show it: -(rec/Σrec)/(share/Σshare) over the eligible projects, 0 for
+// a project with no recent credit and -1 for one that got exactly its
+// share; zero-share (backup) projects rank below all others. Ineligible
+// projects (eligible[i] false) get 0 and are left out of the sums.
+func RECPriority(rec, share []float64, eligible []bool, out []float64) []float64 {
+	out = grow(out, len(rec))
+	recSum, shareSum := 0.0, 0.0
+	for i := range rec {
+		if eligible[i] {
+			recSum += rec[i]
+			shareSum += share[i]
+		}
+	}
+	if recSum == 0 {
+		recSum = 1
+	}
+	for i := range rec {
+		out[i] = 0
+		if !eligible[i] {
+			continue
+		}
+		recFrac := rec[i] / recSum
+		if share[i] <= 0 || shareSum <= 0 {
+			out[i] = -1000 - recFrac
+			continue
+		}
+		out[i] = -recFrac / (share[i] / shareSum)
+	}
+	return out
+}
