@@ -37,6 +37,10 @@ type rpcDone struct {
 	req      workfetch.Request
 	// salvagedHostID is the host id found in a reply that was refused.
 	salvagedHostID int64
+	// sent and got are the request and reply bytes of an exchange that
+	// took place, for the daily transfer history (the C++ client counts
+	// scheduler traffic there too, and so against the network quota).
+	sent, got int64
 }
 
 // Reporting rules (SCHEDULING.md §4.4).
@@ -245,6 +249,9 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 		defer cancel()
 		reply, raw, err := d.http.SchedulerRPC(ctx, url, body)
 		ev := rpcDone{project: p.MasterURL, reason: reason, reply: reply, err: err, reported: reported, req: work}
+		if raw != nil {
+			ev.sent, ev.got = int64(len(body)), int64(len(raw))
+		}
 		if err != nil && raw != nil {
 			ev.salvagedHostID = rpcclient.SalvageHostID(raw)
 		}
@@ -345,6 +352,8 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 
 func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	d.rpc = nil
+	d.recordDailyXfer(true, ev.sent, now)
+	d.recordDailyXfer(false, ev.got, now)
 	// Whatever the reply holds (new tasks, acks, a host id) is saved at
 	// once, even while state writes are failing and backing off; the
 	// reserve kept for it makes room on a full disk (persist.go).

@@ -213,3 +213,15 @@ func TestGUIConfigFilesAndHostInfo(t *testing.T) {
 		t.Errorf("product name after restart: %q", got)
 	}
 }
+
+// Scheduler requests count in the day's traffic, as with the C++ client:
+// a host that only talks to its projects still shows what it sent.
+func TestSchedulerTrafficInDailyHistory(t *testing.T) {
+	srv := startProject(t, testproject.Config{TotalJobs: 0})
+	h := startDaemon(t, srv)
+	waitFor(t, 30*time.Second, "a scheduler request", func() bool { return srv.Stats().RPCs > 0 })
+	waitFor(t, 10*time.Second, "the request in the day's traffic", func() bool {
+		x := guiStateOf(t, h).DailyXfers
+		return len(x) == 1 && x[0].Up >= float64(len(srv.Stats().LastRequest)) && x[0].Down > 0
+	})
+}
