@@ -3,11 +3,20 @@
 // boinccmd --get_messages).
 //
 // It is a slog.Handler wrapper. Every record still goes to the wrapped
-// handler (the journal, with all its attributes), and a rendered copy is
-// kept in a bounded ring of Messages with increasing sequence numbers, the
-// way the C++ client keeps max_event_log_lines messages for GUI RPC
-// clients. Records carrying a "project" attribute (the master URL; the
-// daemon adds it with logger.With) are shown under that project's name.
+// handler (the journal, with its message and all its attributes), and a
+// rendered copy is kept in a bounded ring of Messages with increasing
+// sequence numbers, the way the C++ client keeps max_event_log_lines
+// messages for GUI RPC clients. Records carrying a "project" attribute
+// (the master URL; the daemon adds it with logger.With) are shown under
+// that project's name.
+//
+// Volunteers, forum advice and log scrapers know the C++ client's
+// wording ("Starting task X", "Sending scheduler request: To fetch
+// work."), so the records of the common events are rendered in it: a
+// table keyed by the slog message (formats.go) turns a record's
+// attributes into the C++ client's lines. Call sites log structured
+// records as usual and know nothing of the GUI text; records not in the
+// table read as their message followed by key=value attributes.
 package eventlog
 
 import (
@@ -25,16 +34,25 @@ import (
 const DefaultCapacity = 2000
 
 // Message priorities (lib/common_defs.h MSG_INFO, MSG_USER_ALERT,
-// MSG_INTERNAL_ERROR).
+// MSG_INTERNAL_ERROR). By level: Debug and Info are info lines, Warn a
+// user alert, Error an internal error, which the C++ client (and so this
+// log) shows as "[error] text"; a format may give a record another
+// priority (a failed scheduler request is a Warn in the journal but an
+// info line in the C++ client's event log).
 const (
 	PriorityInfo          = 1
 	PriorityUserAlert     = 2
 	PriorityInternalError = 3
 )
 
-// LevelInternal is the slog level logged as an internal error (priority 3):
-// a bug in boincd rather than a problem the user can act on.
+// LevelInternal is a slog level above Error for bugs in boincd rather than
+// problems the user can act on; like Error, it is an internal error
+// (priority 3).
 const LevelInternal = slog.LevelError + 4
+
+// errorPrefix starts the text of an internal error, as the C++ client's
+// show_message writes it.
+const errorPrefix = "[error] "
 
 // ProjectAttr is the attribute key holding a project's master URL.
 const ProjectAttr = "project"
@@ -53,7 +71,8 @@ type Message struct {
 	Project string
 	// ProjectURL is the record's "project" attribute as logged.
 	ProjectURL string
-	// Body is the message text followed by its attributes as key=value.
+	// Body is the C++ client's text for the event, or else the slog
+	// message followed by its attributes as key=value.
 	Body string
 }
 
@@ -70,10 +89,11 @@ type ring struct {
 // Log is the event log and the slog.Handler feeding it. Handlers derived
 // with WithAttrs/WithGroup share the same ring.
 type Log struct {
-	r      *ring
-	next   slog.Handler
-	prefix string      // open groups, "a.b." form
-	attrs  []slog.Attr // With attributes, keys already qualified by prefix
+	r       *ring
+	formats map[string]Format // by slog message; shared, never written after New
+	next    slog.Handler
+	prefix  string      // open groups, "a.b." form
+	attrs   []slog.Attr // With attributes, keys already qualified by prefix
 }
 
 // New returns a Log keeping the last capacity messages (DefaultCapacity
@@ -85,7 +105,7 @@ func New(next slog.Handler, capacity int) *Log {
 	if next == nil {
 		next = slog.DiscardHandler
 	}
-	return &Log{r: &ring{buf: make([]Message, capacity)}, next: next}
+	return &Log{r: &ring{buf: make([]Message, capacity)}, formats: cppFormats(), next: next}
 }
 
 // ProjectNamer maps a project's master URL to its name; "" means "no name
@@ -156,19 +176,23 @@ func (l *Log) Since(seqno int64) []Message {
 	return out
 }
 
-func (l *Log) add(m Message) {
+// add appends msgs under one lock, so the lines of one record get
+// consecutive sequence numbers.
+func (l *Log) add(msgs []Message) {
 	r := l.r
 	r.mu.Lock()
-	r.last++
-	m.Seqno = r.last
-	if r.n < len(r.buf) {
-		r.buf[(r.start+r.n)%len(r.buf)] = m
-		r.n++
-	} else {
-		r.buf[r.start] = m
-		r.start = (r.start + 1) % len(r.buf)
+	defer r.mu.Unlock()
+	for _, m := range msgs {
+		r.last++
+		m.Seqno = r.last
+		if r.n < len(r.buf) {
+			r.buf[(r.start+r.n)%len(r.buf)] = m
+			r.n++
+		} else {
+			r.buf[r.start] = m
+			r.start = (r.start + 1) % len(r.buf)
+		}
 	}
-	r.mu.Unlock()
 }
 
 // Enabled is true for Info and above, which always go to the event log even
@@ -178,7 +202,7 @@ func (l *Log) Enabled(ctx context.Context, level slog.Level) bool {
 }
 
 // Handle passes the record to the journal (when it wants that level) and
-// adds it to the ring.
+// adds its event log lines to the ring.
 func (l *Log) Handle(ctx context.Context, rec slog.Record) error {
 	var err error
 	nextOn := l.next.Enabled(ctx, rec.Level)
@@ -188,28 +212,28 @@ func (l *Log) Handle(ctx context.Context, rec slog.Record) error {
 	if rec.Level < slog.LevelInfo && !nextOn {
 		return err
 	}
-	m := Message{Time: rec.Time, Priority: priority(rec.Level)}
-	if m.Time.IsZero() {
-		m.Time = time.Now()
+	t := rec.Time
+	if t.IsZero() {
+		t = time.Now()
 	}
-	var b strings.Builder
-	b.WriteString(capitalize(rec.Message))
+	var projectURL string
+	attrs := Attrs{}
+	var kv strings.Builder
 	emit := func(key string, v slog.Value) {
 		if key == ProjectAttr {
 			if s := v.String(); s != "" {
-				m.ProjectURL = s
+				projectURL = s
 			}
 			return
 		}
+		attrs[key] = v
 		if hiddenAttrs[key] {
 			return
 		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(key)
-		b.WriteByte('=')
-		b.WriteString(renderValue(v))
+		kv.WriteByte(' ')
+		kv.WriteString(key)
+		kv.WriteByte('=')
+		kv.WriteString(renderValue(v))
 	}
 	for _, a := range l.attrs {
 		flatten("", a, emit)
@@ -218,8 +242,24 @@ func (l *Log) Handle(ctx context.Context, rec slog.Record) error {
 		flatten(l.prefix, a, emit)
 		return true
 	})
-	m.Body = b.String()
-	l.add(m)
+	pri := priority(rec.Level)
+	var lines []string
+	if f, ok := l.formats[rec.Message]; ok {
+		lines = f.Lines(attrs)
+		if f.Priority != 0 {
+			pri = f.Priority
+		}
+	} else {
+		lines = []string{capitalize(rec.Message) + kv.String()}
+	}
+	msgs := make([]Message, 0, len(lines))
+	for _, line := range lines {
+		if pri == PriorityInternalError {
+			line = errorPrefix + line
+		}
+		msgs = append(msgs, Message{Time: t, Priority: pri, ProjectURL: projectURL, Body: line})
+	}
+	l.add(msgs)
 	return err
 }
 
@@ -255,7 +295,7 @@ func (l *Log) WithGroup(name string) slog.Handler {
 
 func priority(level slog.Level) int {
 	switch {
-	case level >= LevelInternal:
+	case level >= slog.LevelError:
 		return PriorityInternalError
 	case level >= slog.LevelWarn:
 		return PriorityUserAlert

@@ -75,18 +75,18 @@ func TestBodyPriorityAndProject(t *testing.T) {
 		return ""
 	})
 	plog := log.With(slog.String("project", url), slog.String("component", "client"))
-	plog.Info("sending scheduler request", slog.String("reason", "To fetch work"), slog.Int("reporting", 0))
-	plog.Warn("scheduler request failed", slog.Any("err", errors.New("connection refused")))
+	plog.Info("contacting scheduler", slog.String("reason", "To fetch work"), slog.Int("reporting", 0))
+	plog.Warn("scheduler is slow", slog.Any("err", errors.New("connection refused")))
 	log.Error("cannot save", slog.Duration("retry_in", 90*time.Second))
 	log.Log(context.Background(), LevelInternal, "bug")
 	log.With("project", "http://other/").WithGroup("xfer").Info("download done", "file", "a b")
 	log.Debug("not in the event log: the journal is at Info")
 
 	want := []Message{
-		{Seqno: 1, Priority: 1, Project: "Fake Project", ProjectURL: url, Body: `Sending scheduler request reason="To fetch work" reporting=0`},
-		{Seqno: 2, Priority: 2, Project: "Fake Project", ProjectURL: url, Body: `Scheduler request failed err="connection refused"`},
-		{Seqno: 3, Priority: 2, Body: `Cannot save retry_in=1m30s`},
-		{Seqno: 4, Priority: 3, Body: `Bug`},
+		{Seqno: 1, Priority: 1, Project: "Fake Project", ProjectURL: url, Body: `Contacting scheduler reason="To fetch work" reporting=0`},
+		{Seqno: 2, Priority: 2, Project: "Fake Project", ProjectURL: url, Body: `Scheduler is slow err="connection refused"`},
+		{Seqno: 3, Priority: 3, Body: `[error] Cannot save retry_in=1m30s`},
+		{Seqno: 4, Priority: 3, Body: `[error] Bug`},
 		{Seqno: 5, Priority: 1, Project: "http://other/", ProjectURL: "http://other/", Body: `Download done xfer.file="a b"`},
 	}
 	got := l.Since(0)
