@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/eventlog"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/hostcond"
 )
@@ -176,6 +177,7 @@ func (d *Daemon) projectOp(url, op string, now time.Time) error {
 		// taking it back clears both.
 		p.DetachWhenDone = false
 		p.NoNewTasks = false
+		log.Info("project won't be detached when done (set by user)")
 	default:
 		return fmt.Errorf("unknown project operation %q", op)
 	}
@@ -228,7 +230,7 @@ func (d *Daemon) resultOp(url, name, op string, now time.Time) error {
 		if r.Phase == boinc.PhaseUploading {
 			d.abortUploads(r)
 		}
-		d.abortTask(r, boinc.ExitAbortedViaGUI, "aborted by user", now)
+		d.abortTask(r, boinc.ExitAbortedViaGUI, eventlog.AbortedByUser, now)
 		return nil
 	default:
 		return fmt.Errorf("unknown task operation %q", op)

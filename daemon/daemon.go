@@ -192,6 +192,9 @@ type Daemon struct {
 	netStats        boinc.NetStats                // measured transfer rates, persisted
 	dailyStats      map[string][]boinc.DailyStats // master URL → credit history, persisted (stats.go)
 	dailyXfers      []boinc.DailyXfer             // bytes moved per day, persisted (stats.go)
+
+	// suspendLog: the suspensions last told to the event log (evlog.go).
+	suspendLog suspendLog
 }
 
 // Stats are counters for the summary the demo prints.
@@ -275,6 +278,7 @@ var ErrIdle = errors.New("no work left: exiting as asked (exit_when_idle)")
 // checkpoints next time) or, with ExitWhenIdle, until nothing is left to do.
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.startTime = time.Now()
+	d.logStarting()
 	if err := os.MkdirAll(d.opt.DataDir, 0o755); err != nil {
 		return fmt.Errorf("data directory %s: %w", d.opt.DataDir, err)
 	}
@@ -324,6 +328,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 
 	d.initHost(runCtx, snap.Meta)
+	d.logHost()
 	d.loadProxy(snap.Meta)
 	roots, err := rpcclient.LoadCABundle(cfg.CABundle)
 	if err != nil {
@@ -415,6 +420,7 @@ func (d *Daemon) step(now time.Time) {
 	}
 	d.maybeProbeGPUs(now)
 	d.checkHealth(now)
+	d.logSuspendChanges(now)
 	if d.benchmarksDue(now) {
 		d.startBenchmarks()
 	}
@@ -490,7 +496,7 @@ func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
 			d.log.Info("running CPU benchmarks", slog.Int("cpus", h.PNCPUs))
 			h.PFpops, h.PIops = coproc.Benchmark(ctx, h.PNCPUs, d.opt.BenchmarkDuration)
 			d.rescaleDCFs(saved.PFpops, h.PFpops)
-			d.log.Info("CPU benchmarks done", slog.Float64("fpops_per_cpu", h.PFpops), slog.Float64("iops_per_cpu", h.PIops))
+			d.log.Info("CPU benchmarks done", slog.Int("cpus", h.PNCPUs), slog.Float64("fpops_per_cpu", h.PFpops), slog.Float64("iops_per_cpu", h.PIops))
 		}
 		h.PMembw = 1e9
 		h.PCalculated = float64(time.Now().Unix())

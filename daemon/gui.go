@@ -181,7 +181,7 @@ func (d *Daemon) handleBenchDone(ev benchDone, now time.Time) {
 	d.host.PFpops, d.host.PIops = ev.fpops, ev.iops
 	d.host.PCalculated = float64(now.Unix())
 	d.batch.PutMeta("host", &d.host)
-	d.log.Info("CPU benchmarks done", slog.Float64("fpops_per_cpu", ev.fpops), slog.Float64("iops_per_cpu", ev.iops))
+	d.log.Info("CPU benchmarks done", slog.Int("cpus", d.host.PNCPUs), slog.Float64("fpops_per_cpu", ev.fpops), slog.Float64("iops_per_cpu", ev.iops))
 }
 
 // rescaleDCFs keeps run-time estimates steady across a change of

@@ -240,8 +240,9 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 	ctx, cancel := context.WithCancel(d.ctx)
 	d.rpc = &rpcInFlight{project: p.MasterURL, cancel: cancel}
 	d.stats.RPCs++
-	log.Info("sending scheduler request", slog.String("reason", reason.String()),
-		slog.Float64("cpu_req_secs", math.Round(work.Secs[workfetch.CPU])), slog.Int("reporting", len(reported)))
+	log.Info("sending scheduler request", append([]any{slog.String("reason", reason.String()),
+		slog.Float64("cpu_req_secs", math.Round(work.Secs[workfetch.CPU])), slog.Int("reporting", len(reported))},
+		requestAttrs(p, work)...)...)
 	body := buf.Bytes()
 	d.wg.Add(1)
 	go func() {
@@ -450,7 +451,8 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	} else if !p.NextRPCTime.IsZero() && !now.Before(p.NextRPCTime) {
 		p.NextRPCTime = time.Time{}
 	}
-	log.Info("scheduler request completed", slog.Int("new_tasks", newResults), slog.Int("acked", len(rep.ResultAcks)))
+	log.Info("scheduler request completed", slog.Int("new_tasks", newResults), slog.Int("acked", len(rep.ResultAcks)),
+		slog.Float64("request_delay_s", rep.RequestDelay))
 	d.batch.PutProject(p)
 }
 

@@ -230,9 +230,9 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 	d.active[r.Key()] = &activeTask{started: now, runStart: now, baseElapsed: r.ElapsedTime}
 	d.stats.TasksStarted++
 	if resumed {
-		log.Info("task restarted", slog.Int("slot", slot), slog.Float64("from_checkpoint_cpu", r.CheckpointCPUTime))
+		log.Info("task restarted", slog.Int("slot", slot), slog.Int("pid", pid), slog.Float64("from_checkpoint_cpu", r.CheckpointCPUTime))
 	} else {
-		log.Info("task started", slog.Int("slot", slot), slog.String("app", app.Name))
+		log.Info("task started", slog.Int("slot", slot), slog.Int("pid", pid), slog.String("app", app.Name))
 	}
 }
 
@@ -382,6 +382,7 @@ func (d *Daemon) handleTaskExit(ev taskrunner.Event, now time.Time) {
 		d.finishTask(r, x)
 		r.Slot = -1
 		_ = r.Fail(boinc.PhaseAborted, boinc.ExitAbortedByClient, x.Message, now)
+		log.Info("task aborted", slog.String("reason", x.Message))
 	case taskrunner.TemporaryExit:
 		r.RetryAfter = now.Add(x.Delay)
 		log.Info("task asked to be restarted later", slog.Duration("delay", x.Delay), slog.String("reason", x.Message))

@@ -86,7 +86,7 @@ func TestTaskTreeDiesWithDaemon(t *testing.T) {
 
 	// 1. kill -9 of the daemon: the tree dies within seconds.
 	first := startDaemon(t, "first daemon", childOptions{DataDir: dir})
-	started := first.waitLog("task started", 60*time.Second, "component", "runner")
+	started := first.waitLog("task started", 60*time.Second, "component", "client")
 	slotDir := filepath.Join(dir, "slots", strconv.Itoa(int(started.num("slot"))))
 	child := waitChildPID(t, slotDir, 0)
 	if reaperOf(first.cmd.Process.Pid) == 0 {
@@ -110,7 +110,7 @@ func TestTaskTreeDiesWithDaemon(t *testing.T) {
 	// 2. The daemon and its reaper both killed: the child survives them,
 	// and the next start kills it and says so.
 	second := startDaemon(t, "second daemon", childOptions{DataDir: dir})
-	second.waitLog("task started", 60*time.Second, "component", "runner")
+	second.waitLog("task restarted", 60*time.Second, "component", "client")
 	child = waitChildPID(t, slotDir, child)
 	reaper := reaperOf(second.cmd.Process.Pid)
 	if reaper == 0 {
@@ -133,6 +133,6 @@ func TestTaskTreeDiesWithDaemon(t *testing.T) {
 	if alive(child) {
 		t.Errorf("the leftover %d still runs after the log said it was killed", child)
 	}
-	third.waitLog("task started", 60*time.Second, "component", "runner")
+	third.waitLog("task restarted", 60*time.Second, "component", "client")
 	third.stop()
 }

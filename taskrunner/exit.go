@@ -111,7 +111,8 @@ func (r *Runner) wait(t *task) {
 			r.log.Warn("clean slot", "result", t.name, "slot", t.slot, "err", err)
 		}
 	}
-	r.log.Info("task exited", "result", t.name, "slot", t.slot, "outcome", info.Outcome.String(),
+	// The caller logs what the exit means for the task, with its project.
+	r.log.Debug("task process exited", "result", t.name, "slot", t.slot, "outcome", info.Outcome.String(),
 		"exit_status", info.ExitStatus, "signal", info.Signal, "cpu", info.CPUTime, "message", info.Message)
 
 	r.mu.Lock()

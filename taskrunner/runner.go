@@ -400,10 +400,12 @@ func (r *Runner) Start(ctx context.Context, spec TaskSpec) (slot int, pid int, e
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go r.wait(t)
+	// The caller, which knows the task's project, logs the start; the
+	// process details are for debugging.
 	if acct != nil {
-		r.log.Info("task started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api, "user", acct.Name, "uid", acct.UID)
+		r.log.Debug("task process started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api, "user", acct.Name, "uid", acct.UID)
 	} else {
-		r.log.Info("task started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api)
+		r.log.Debug("task process started", "result", t.name, "slot", n, "pid", t.pid, "api", t.api)
 	}
 	return n, t.pid, nil
 }
@@ -594,7 +596,8 @@ func (r *Runner) checkLimits(t *task) {
 	default:
 		return
 	}
-	r.log.Warn("task exceeded a resource limit; aborting it", "result", t.name, "reason", l.msg)
+	// The exit event carries the reason; the caller logs the abort.
+	r.log.Debug("task exceeded a resource limit; aborting it", "result", t.name, "reason", l.msg)
 	t.limit = l
 	r.killTree(t)
 }
