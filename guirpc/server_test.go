@@ -576,7 +576,8 @@ func TestMessagesFromEventLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"Fake Project|2|2|\nScheduler request failed err=\"body has ]]> inside\"\n",
+		// The C++ client's wording and priority (eventlog/formats.go).
+		"Fake Project|1|2|\nScheduler request failed: body has ]]> inside\n",
 		testURL2 + "|1|3|\nFetching master page\n",
 		"|1|4|\nFourth\n",
 	}
@@ -678,7 +679,7 @@ func TestBoinccmd(t *testing.T) {
 		{[]string{"--get_host_info"}, []string{"domain name: vm", "#CPUS: 4", "NVIDIA H200"}},
 		{[]string{"--get_file_transfers"}, []string{"name: wu_gpu_1_in", "direction: download", "direction: upload", "bytes_xferred: 500000.000000", "xfer active: yes"}},
 		{[]string{"--get_disk_usage"}, []string{"master URL: " + testURL2, "disk usage: 0.01MB"}},
-		{[]string{"--get_messages", "0"}, []string{"[Fake Project] Sending scheduler request reason=\"To fetch work\""}},
+		{[]string{"--get_messages", "0"}, []string{"[Fake Project] Sending scheduler request: To fetch work."}},
 		{[]string{"--get_message_count"}, []string{"Greatest message sequence number: 1"}},
 		{[]string{"--get_notices", "0"}, nil},
 		{[]string{"--get_old_tasks"}, []string{"task old_task:", "app name: refapp"}},
