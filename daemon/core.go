@@ -1,10 +1,12 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
@@ -169,9 +171,9 @@ func (d *Daemon) noFetchReason(p *boinc.Project, now time.Time) string {
 	case len(p.SchedulerURLs) == 0:
 		return "scheduler URL not known yet"
 	case now.Before(p.MinRPCTime):
-		return "scheduler backoff until " + p.MinRPCTime.Format(time.RFC3339)
+		return backoffReason + p.MinRPCTime.Format(time.RFC3339)
 	case now.Before(p.TaskBackoffUntil):
-		return "recent tasks failed; backoff until " + p.TaskBackoffUntil.Format(time.RFC3339)
+		return taskBackoffReason + p.TaskBackoffUntil.Format(time.RFC3339)
 	case d.health.diskFull:
 		return "disk limit reached (disk_max_used_gb / disk_max_used_pct / disk_min_free_gb)"
 	}
@@ -399,6 +401,16 @@ func (d *Daemon) accountUsage(now time.Time, dt float64) {
 	clear(c.used)
 }
 
+const (
+	backoffReason     = "scheduler backoff until "
+	taskBackoffReason = "recent tasks failed; backoff until "
+)
+
+// routineNoFetch: the reason is a backoff that passes by itself.
+func routineNoFetch(why string) bool {
+	return strings.HasPrefix(why, backoffReason) || strings.HasPrefix(why, taskBackoffReason)
+}
+
 // chooseWork runs the work-fetch decision; it logs, once per change, why
 // each project and resource is not asked for work.
 func (d *Daemon) chooseWork(now time.Time) (*boinc.Project, workfetch.Request) {
@@ -415,7 +427,15 @@ func (d *Daemon) chooseWork(now time.Time) (*boinc.Project, workfetch.Request) {
 		seen[k] = true
 		if c.notFetching[k] != nf.Why {
 			c.notFetching[k] = nf.Why
-			d.log.Info("not requesting work", slog.String("project", url), slog.String("resource", nf.Rsc.String()), slog.String("reason", nf.Why))
+			// A backoff follows nearly every scheduler request (the
+			// project's request delay): routine, so debug only, as the
+			// C++ client shows it only under work_fetch_debug. Reasons
+			// the volunteer can act on stay in the event log.
+			level := slog.LevelInfo
+			if routineNoFetch(nf.Why) {
+				level = slog.LevelDebug
+			}
+			d.log.Log(context.Background(), level, "not requesting work", slog.String("project", url), slog.String("resource", nf.Rsc.String()), slog.String("reason", nf.Why))
 		}
 	}
 	for k := range c.notFetching {
