@@ -146,8 +146,9 @@ type Daemon struct {
 	// proxy is read by the HTTP transport's goroutines at each request
 	// and replaced only by the owner (settings.go).
 	proxy       atomic.Pointer[boinc.ProxyInfo]
-	language    string // set_language
-	hostProbing bool   // reset_host_info in progress
+	language    string      // set_language
+	local       localConfig // cc_config.xml and app_config.xml (localconfig.go)
+	hostProbing bool        // reset_host_info in progress
 
 	st    *clientState
 	host  boinc.Host
@@ -250,6 +251,7 @@ func New(opt Options) (*Daemon, error) {
 		hostc:       newHostState(),
 		sched:       map[string]*workfetch.ProjectState{},
 		rpcDetached: map[string]string{},
+		local:       newLocalConfig(),
 		dailyStats:  map[string][]boinc.DailyStats{},
 	}
 	elog.SetProjectNamer(d.names.get)
@@ -350,7 +352,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("task runner: %w", err)
 	}
 	d.recoverTasks()
+	d.readCCConfig()
 	d.reconcile(cfg, time.Now())
+	d.readAppConfigs()
 	d.startGUIRPC(runCtx)
 	d.startMetrics(runCtx)
 	if d.gpusDisabled() {

@@ -20,6 +20,8 @@ import (
 // reloadConfig re-reads the config file (SIGHUP). A bad file is refused
 // and the running config kept, so a typo never detaches anything.
 func (d *Daemon) reloadConfig(now time.Time) {
+	d.readCCConfig()
+	defer d.readAppConfigs() // after reconcile: for the projects attached now
 	if d.opt.Config != nil {
 		d.log.Info("config reload ignored: this daemon runs on a built-in config")
 		return
