@@ -408,7 +408,8 @@ const (
 
 // routineNoFetch: the reason is a backoff that passes by itself.
 func routineNoFetch(why string) bool {
-	return strings.HasPrefix(why, backoffReason) || strings.HasPrefix(why, taskBackoffReason)
+	return strings.HasPrefix(why, backoffReason) || strings.HasPrefix(why, taskBackoffReason) ||
+		why == workfetch.WhyBackedOff
 }
 
 // chooseWork runs the work-fetch decision; it logs, once per change, why
@@ -477,7 +478,8 @@ func (d *Daemon) handleWorkReply(p *boinc.Project, req workfetch.Request, got [w
 			if d.opt.FetchBackoffMin != 600*time.Second {
 				b.Until = now.Add(time.Duration(float64(b.Until.Sub(now)) * d.opt.FetchBackoffMin.Seconds() / 600))
 			}
-			d.projectLog(p).Info("no work of this type at the last request; backing off",
+			// Debug: the C++ client says this only under work_fetch_debug.
+			d.projectLog(p).Debug("no work of this type at the last request; backing off",
 				slog.String("resource", workfetch.Rsc(r).String()), slog.Duration("for", b.Until.Sub(now).Round(time.Second)))
 		}
 	}

@@ -380,13 +380,17 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 		return
 	}
 	rep := ev.reply
-	for _, m := range rep.Messages {
-		lvl := slog.LevelInfo
-		if m.Priority == "high" || m.Priority == "notice" {
-			lvl = slog.LevelWarn
+	// The server's messages follow "Scheduler request completed", as in
+	// the C++ client's event log.
+	defer func() {
+		for _, m := range rep.Messages {
+			lvl := slog.LevelInfo
+			if m.Priority == "high" || m.Priority == "notice" {
+				lvl = slog.LevelWarn
+			}
+			log.Log(d.ctx, lvl, "message from server", slog.String("text", strings.TrimSpace(m.Text)))
 		}
-		log.Log(d.ctx, lvl, "message from server", slog.String("text", strings.TrimSpace(m.Text)))
-	}
+	}()
 	// The pending request is done only when it succeeded: a failed first
 	// contact or user request is retried after the backoff.
 	if p.SchedRPCPending == ev.reason {
