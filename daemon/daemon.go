@@ -164,6 +164,7 @@ type Daemon struct {
 	rpc    *rpcInFlight
 	xfers  map[string]*xferInFlight // file key
 	active map[string]*activeTask   // result key
+	acct   accountState             // the Add Project wizard's web RPCs and attach status
 
 	nextFetchCheck time.Time
 	// lastFetchCheck is when work fetch was last considered: a backoff

@@ -125,7 +125,19 @@ func (d *Daemon) doAction(a guirpc.Action, now time.Time) error {
 	case guirpc.SetMode:
 		return d.setMode(a.Which, a.Mode, time.Duration(a.Duration*float64(time.Second)), now)
 	case guirpc.Attach:
-		return d.attachViaRPC(a.URL, a.Authenticator, now)
+		return d.attachFromGUI(a.URL, a.Authenticator, now)
+	case guirpc.AttachPoll:
+		if a.Out != nil {
+			*a.Out = d.attachPollStatus(now)
+		}
+		return nil
+	case guirpc.WebRPC:
+		return d.startWebRPC(a)
+	case guirpc.WebRPCPoll:
+		if a.Out != nil {
+			*a.Out = d.webRPCStatus(a.Kind)
+		}
+		return nil
 	case guirpc.TransferOp:
 		return d.transferOp(a.URL, a.File, a.Op, now)
 	case guirpc.SetPrefsOverride:

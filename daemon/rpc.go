@@ -165,6 +165,7 @@ func (d *Daemon) startMasterFetch(p *boinc.Project) {
 
 func (d *Daemon) handleMasterDone(ev masterDone, now time.Time) {
 	d.rpc = nil
+	d.attachMasterDone(ev)
 	p := d.st.projects[ev.project]
 	if p == nil {
 		return
@@ -355,6 +356,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	d.rpc = nil
 	d.recordDailyXfer(true, ev.sent, now)
 	d.recordDailyXfer(false, ev.got, now)
+	d.attachRPCDone(ev)
 	// Whatever the reply holds (new tasks, acks, a host id) is saved at
 	// once, even while state writes are failing and backing off; the
 	// reserve kept for it makes room on a full disk (persist.go).

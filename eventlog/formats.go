@@ -195,6 +195,15 @@ func cppFormats() map[string]Format {
 		"project will be detached when its tasks are done":  line("detach when done set by user"),
 		"project won't be detached when done (set by user)": line("detach when done cleared by user"),
 		"update requested by user":                          line("update requested by user"),
+		// The Add Project wizard's web RPCs (daemon/account.go): the
+		// C++ client tells of the configuration fetch only.
+		"project web RPC: sending request": {Lines: func(a Attrs) []string {
+			if a.Str("op") == "get_project_config" {
+				return []string{"Fetching configuration file from " + a.Str("url")}
+			}
+			return nil
+		}},
+		"project web RPC done": journalOnly(),
 
 		// Scheduler requests.
 		"fetching master page to find the scheduler": line("Fetching scheduler list"),

@@ -123,6 +123,50 @@ type NetworkAvailable struct{}
 // Quit asks the client to exit. The server has already sent its reply.
 type Quit struct{}
 
+// Kinds of WebRPC: the project web RPCs of the Add Project wizard
+// (account.go).
+const (
+	WebRPCProjectConfig = "get_project_config"
+	WebRPCLookupAccount = "lookup_account"
+	WebRPCCreateAccount = "create_account"
+)
+
+// WebRPC starts a GET of one of a project's web RPCs on the user's
+// behalf: Endpoint, plus "?" and Query when Query is not empty. Endpoint
+// may be logged; Query may hold a password hash and must not be. The
+// backend returns at once and fetches in the background, within bounds of
+// time and size; a WebRPC replaces the one of the same Kind in flight.
+type WebRPC struct{ Kind, Endpoint, Query string }
+
+// WebRPCPoll reads into Out where the last WebRPC of Kind stands.
+type WebRPCPoll struct {
+	Kind string
+	Out  *WebRPCStatus
+}
+
+// WebRPCStatus is where a WebRPC stands.
+type WebRPCStatus struct {
+	// Started: a WebRPC of this kind was made since the client started.
+	Started bool
+	// Done: it has finished, with the server's reply in Reply, or the
+	// failure's BOINC error number in ErrorNum (lib/error_numbers.h).
+	Done     bool
+	Reply    []byte
+	ErrorNum int
+}
+
+// AttachPoll reads into Out where the last project_attach stands.
+type AttachPoll struct{ Out *AttachStatus }
+
+// AttachStatus is project_attach_poll's answer: ErrorNum is
+// ErrNumInProgress until the project's first contact has finished, then
+// 0 or why it failed; Messages are the project's (or the client's) words
+// about it.
+type AttachStatus struct {
+	ErrorNum int
+	Messages []string
+}
+
 func (ProjectOp) action()         {}
 func (ResultOp) action()          {}
 func (SetMode) action()           {}
@@ -134,3 +178,6 @@ func (ReadCCConfig) action()      {}
 func (RunBenchmarks) action()     {}
 func (NetworkAvailable) action()  {}
 func (Quit) action()              {}
+func (WebRPC) action()            {}
+func (WebRPCPoll) action()        {}
+func (AttachPoll) action()        {}

@@ -313,15 +313,6 @@ func opAttach(ctx context.Context, s *Server, req *request, w *xw) func(context.
 	return nil
 }
 
-func opAttachPoll(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
-	// Attach completes within project_attach, so the poll always reports
-	// success.
-	w.line("<project_attach_reply>")
-	w.int("    ", "error_num", 0)
-	w.line("</project_attach_reply>")
-	return nil
-}
-
 func projectOp(op string) opFunc {
 	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
 		url := req.fields["project_url"]

@@ -18,6 +18,7 @@ type request struct {
 	// notices is the connection's get_notices memory (notices.go); nil
 	// outside a connection.
 	notices *noticeConn
+	client  string // the <name> the connection gave in exchange_versions
 }
 
 func (r *request) has(name string) bool { _, ok := r.fields[name]; return ok }

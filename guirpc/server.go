@@ -368,6 +368,7 @@ type conn struct {
 	nonce    string
 	sentUna  bool // a remote peer already got <unauthorized/>
 	notices  noticeConn
+	client   string // the <name> given in exchange_versions (create_account's consent)
 
 	// Guarded by s.mu.
 	class      connClass
@@ -603,6 +604,10 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		return []byte(w.String()), nil, nil
 	}
 	req.notices = &cc.notices
+	if req.op == "exchange_versions" {
+		cc.client = clientName(req.fields["name"])
+	}
+	req.client = cc.client
 	bctx, cancel := context.WithTimeout(ctx, backendTimeout)
 	defer cancel()
 	after := h.fn(bctx, s, req, w)

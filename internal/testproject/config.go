@@ -42,6 +42,16 @@ type Config struct {
 	// Authenticator is the one accepted account key; "" accepts any
 	// non-empty key.
 	Authenticator string
+	// Accounts are the project's user accounts, served by the web RPCs
+	// the Add Project wizard uses (account.go: get_project_config.php,
+	// lookup_account.php, create_account.php); create_account.php adds
+	// to them.
+	Accounts []Account
+	// AccountCreationDisabled makes create_account.php refuse new
+	// accounts, and get_project_config.php say so.
+	AccountCreationDisabled bool
+	// TermsOfUse, when set, is get_project_config.php's <terms_of_use>.
+	TermsOfUse string
 	// AcceptUnknownUploads makes the upload handler accept files it never
 	// handed out (for replaying captured uploads); max_nbytes and md5 then
 	// come from the request header. By default only output files of jobs

@@ -115,6 +115,7 @@ type Server struct {
 	files       map[string]*downloadFile // download name → file
 	partial     map[string][]byte        // uploads in progress
 	uploading   map[string]bool
+	accts       accountStore // user accounts (account.go)
 	stats       Stats
 	url         string
 	httpSrv     *http.Server
@@ -191,6 +192,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.handleMaster)
+	mux.HandleFunc("/get_project_config.php", s.handleProjectConfig)
+	mux.HandleFunc("/lookup_account.php", s.handleLookupAccount)
+	mux.HandleFunc("/create_account.php", s.handleCreateAccount)
 	mux.HandleFunc("POST /cgi", s.handleScheduler)
 	mux.HandleFunc("GET /download/{name...}", s.handleDownload)
 	mux.HandleFunc("POST /cgi-bin/file_upload_handler", s.handleUpload)
