@@ -3,6 +3,7 @@ package ccconfig
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/boincd/boincd/boinc"
@@ -143,16 +144,32 @@ var options = map[string]option{
 }
 
 // unsupported are CC_CONFIG options boincd reads past without acting on
-// them: they are named once so that nobody wonders.
-var unsupported = []string{
-	"allow_gui_rpc_get", "allow_multiple_clients", "alt_platform", "client_download_url",
-	"client_new_version_text", "client_version_check_url", "disallow_attach", "dont_contact_ref_site",
-	"dont_suspend_nci", "dont_use_vbox", "dont_use_wsl", "dont_use_docker", "exclude_gpu_app",
-	"force_auth", "http_1_0", "lower_client_priority", "max_event_log_lines",
-	"no_alt_platform", "no_opencl", "no_priority_change", "no_rdp_check", "os_random_only",
-	"process_priority", "process_priority_special", "run_apps_manually", "simple_gui_only",
-	"stderr_head", "use_certs", "use_certs_only", "vbox_window", "allowed_wsls",
-	"ignore_tty", "device_name", "max_overdue_days",
+// them, with the value that means "off" (CC_CONFIG::defaults): the
+// Manager writes every option it knows at its default, so only one set
+// to something else is worth naming.
+var unsupported = map[string]string{
+	"allow_gui_rpc_get": "0", "allow_multiple_clients": "0", "alt_platform": "", "client_download_url": "",
+	"client_new_version_text": "", "client_version_check_url": "", "disallow_attach": "0",
+	"dont_contact_ref_site": "0", "dont_suspend_nci": "0", "dont_use_vbox": "0", "dont_use_wsl": "0",
+	"dont_use_docker": "0", "exclude_gpu_app": "", "exit_after_finish": "0", "exit_before_start": "0",
+	"force_auth": "default", "http_1_0": "0", "lower_client_priority": "0", "max_event_log_lines": "2000",
+	"no_alt_platform": "0", "no_opencl": "0", "no_priority_change": "0", "no_rdp_check": "0",
+	"os_random_only": "0", "process_priority": "-1", "process_priority_special": "-1",
+	"run_apps_manually": "0", "simple_gui_only": "0", "stderr_head": "0", "use_certs": "0",
+	"use_certs_only": "0", "vbox_window": "0", "allowed_wsls": "", "ignore_tty": "", "device_name": "",
+	"max_overdue_days": "",
+}
+
+// isDefault: the value text means the same as def (numbers compared as
+// numbers, an empty element as the default).
+func isDefault(v, def string) bool {
+	v = strings.TrimSpace(v)
+	if v == "" || v == def {
+		return true
+	}
+	a, err1 := strconv.ParseFloat(v, 64)
+	b, err2 := strconv.ParseFloat(def, 64)
+	return err1 == nil && err2 == nil && a == b
 }
 
 // ParseCC reads cc_config.xml. It never fails: what it cannot use is a
@@ -245,11 +262,18 @@ func (cc *CC) parseOptions(file string, sec *node, probs *[]Problem) {
 				*probs = append(*probs, Problem{File: file, Line: n.line, Msg: err.Error()})
 				continue
 			}
-			o.Proxy = &p
-			cc.Set[n.name] = true
+			// The Manager writes an empty <proxy_info> into every
+			// cc_config.xml it saves: only one that names a proxy is a
+			// setting (and then overrides the GUI's).
+			if p.Active() {
+				o.Proxy = &p
+				cc.Set[n.name] = true
+			}
 		default:
-			if slices.Contains(unsupported, n.name) {
-				cc.Unsupported = append(cc.Unsupported, n.name)
+			if def, ok := unsupported[n.name]; ok {
+				if len(n.children) > 0 || !isDefault(n.str(), def) {
+					cc.Unsupported = append(cc.Unsupported, n.name)
+				}
 			} else {
 				cc.Unknown = append(cc.Unknown, n.name)
 				*probs = append(*probs, Problem{File: file, Line: n.line, Msg: fmt.Sprintf("unknown option <%s>", n.name)})

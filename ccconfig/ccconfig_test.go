@@ -1,6 +1,7 @@
 package ccconfig
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -210,4 +211,29 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The BOINC Manager 7.20.5 writes every option it knows, at its default,
+// into the cc_config.xml it saves (Options → Event Log options, with
+// cpu_sched ticked): that file must read without a single complaint and
+// change nothing but the flag.
+func TestManagerWrittenFile(t *testing.T) {
+	data, err := os.ReadFile("testdata/manager_7.20.5_cc_config.xml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, probs := ParseCC("cc_config.xml", data)
+	if len(probs) > 0 || len(cc.Unsupported) > 0 || len(cc.Unknown) > 0 {
+		t.Errorf("problems %q, unsupported %q, unknown %q", problemTexts(probs), cc.Unsupported, cc.Unknown)
+	}
+	if cc.Options.Proxy != nil {
+		t.Errorf("the Manager's empty proxy_info read as a proxy: %+v", cc.Options.Proxy)
+	}
+	want := DefaultOptions()
+	if !reflect.DeepEqual(cc.Options, want) {
+		t.Errorf("options %+v\nwant the defaults %+v", cc.Options, want)
+	}
+	if !cc.LogFlags["cpu_sched"] || cc.LogFlags["work_fetch_debug"] || !cc.LogFlags["task"] {
+		t.Errorf("log flags %v", cc.LogFlags)
+	}
 }
