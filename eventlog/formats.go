@@ -167,6 +167,8 @@ func cppFormats() map[string]Format {
 			return nil
 		}},
 		"boincd stopped; running tasks will resume from their checkpoints": line("Exiting"),
+		"GUI RPC listening":                          journalOnly(), // the C++ client says nothing of it
+		"app_config.xml read":                        line("Found app_config.xml"),
 		"running CPU benchmarks":                     line("Running CPU benchmarks"),
 		"running CPU benchmarks (requested by user)": line("Running CPU benchmarks"),
 		"CPU benchmarks done":                        {Lines: benchmarkLines},
