@@ -177,6 +177,7 @@ type Daemon struct {
 	benchRunning    bool
 	gpu             gpuState
 	health          healthState
+	nt              noticeState // the Notices tab (notices.go)
 	elog            *eventlog.Log
 	names           projectNames
 	guiAddr         string
@@ -301,6 +302,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	d.st = stateFromSnapshot(snap)
 	d.loadSchedStates(snap.Meta)
+	d.loadNotices(snap.Meta)
 	decodeMeta(snap.Meta, modesMetaKey, &d.modes)
 	decodeMeta(snap.Meta, NetStatsMetaKey, &d.netStats)
 	d.loadStats(snap.Meta)
@@ -434,6 +436,7 @@ func (d *Daemon) step(now time.Time) {
 	d.startTransfers(now)
 	d.schedule(now)
 	d.maybeRPC(now)
+	d.pollFeeds(now)
 	d.flush()
 }
 

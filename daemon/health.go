@@ -175,6 +175,7 @@ func (d *Daemon) checkHealth(now time.Time) {
 			d.log.Info("health warning cleared", slog.String("warning", name))
 		}
 	}
+	d.syncClientNotices(now)
 }
 
 func coprocType(v *boinc.AppVersion) string {

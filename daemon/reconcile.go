@@ -213,6 +213,7 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 	}
 	delete(d.st.projects, url)
 	delete(d.sched, url)
+	d.dropProjectNotices(url)
 	d.batch.DeleteMeta(schedMetaKey(url))
 	d.forgetStats(url)
 	d.batch.DeleteProjectAll(url)
@@ -274,6 +275,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleBenchDone(ev, now)
 	case gpuProbed:
 		d.handleGPUProbed(ev)
+	case feedFetched:
+		d.handleFeedFetched(ev, now)
 	}
 }
 

@@ -393,6 +393,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 			log.Log(d.ctx, lvl, "message from server", slog.String("text", strings.TrimSpace(m.Text)))
 		}
 	}()
+	d.noticesFromReply(p, ev.req, rep, now)
 	// The pending request is done only when it succeeded: a failed first
 	// contact or user request is retried after the backoff.
 	if p.SchedRPCPending == ev.reason {
