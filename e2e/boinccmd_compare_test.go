@@ -37,7 +37,8 @@ func TestBoinccmdSideBySide(t *testing.T) {
 	// Two jobs for each client, handed out in two rounds so that each
 	// gets its own.
 	p := startProject(t, testproject.Config{Name: projName, TotalJobs: 2, MaxJobsPerRPC: 2,
-		Job: testproject.JobTemplate{CommandLine: "--seconds 400", FpopsEst: 400e9, InputSize: 1000}})
+		Notices: []string{"Side by side: both clients show this notice."},
+		Job:     testproject.JobTemplate{CommandLine: "--seconds 400", FpopsEst: 400e9, InputSize: 1000}})
 	url := p.URL()
 
 	dir := newDataDir(t)
@@ -123,6 +124,8 @@ func TestBoinccmdSideBySide(t *testing.T) {
 		{"get_old_tasks", func() (string, string) { return both("--get_old_tasks") }},
 		{"get_app_config", func() (string, string) { return both("--get_app_config", url) }},
 		{"acct_mgr info", func() (string, string) { return both("--acct_mgr", "info") }},
+		{"get_project_config", func() (string, string) { return both("--get_project_config", url) }},
+		{"lookup_account", func() (string, string) { return both("--lookup_account", url, "nobody@example.com", "wrong") }},
 		{"read_cc_config", func() (string, string) { return both("--read_cc_config") }},
 		{"read_global_prefs_override", func() (string, string) { return both("--read_global_prefs_override") }},
 		{"network_available", func() (string, string) { return both("--network_available") }},
@@ -260,6 +263,8 @@ var (
 	bcSection = regexp.MustCompile(`^=+ (.*?) =+$`)
 	bcBlock   = regexp.MustCompile(`^\d+\) -+$`)
 	bcField   = regexp.MustCompile(`^(\s*)([^:]+?):\s?(.*)$`)
+	// bcTime is a time as boinccmd prints one inside a value (notices).
+	bcTime = regexp.MustCompile(`\d{1,2}-[A-Z][a-z]{2}-\d{4} \d\d:\d\d:\d\d`)
 )
 
 // bcFields reads boinccmd output into section/key → the values (in
@@ -274,10 +279,13 @@ func bcFields(out string) (fields map[string][]string, other []string) {
 		case bcSection.MatchString(trim):
 			section = bcSection.FindStringSubmatch(trim)[1]
 		case bcBlock.MatchString(trim):
+		case trim == "poll status: operation in progress":
+			// boinccmd's progress while it polls: the C++ client does
+			// the web request in its next loop, boincd at once.
 		case bcField.MatchString(line):
 			m := bcField.FindStringSubmatch(line)
 			key := section + "/" + strings.TrimSpace(m[2])
-			fields[key] = append(fields[key], strings.TrimSpace(m[3]))
+			fields[key] = append(fields[key], bcTime.ReplaceAllString(strings.TrimSpace(m[3]), "TIME"))
 		default:
 			other = append(other, trim)
 		}
