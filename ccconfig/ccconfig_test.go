@@ -169,8 +169,8 @@ func TestParseApp(t *testing.T) {
 `
 	ac, probs := ParseApp(file, []byte(data))
 	want := App{
-		Apps: []AppLimits{{Name: "hsgamma_FGRPB1G", MaxConcurrent: 1, ReportResultsImmediately: true, HasGPUVersions: true, GPUUsage: .5, CPUUsage: .4, Line: 2}},
-		Versions: []AppVersion{{AppName: "einstein_O3MD1", PlanClass: "mt", AvgNCPUs: 4, CmdLine: "--nthreads 4", Line: 14}},
+		Apps:                 []AppLimits{{Name: "hsgamma_FGRPB1G", MaxConcurrent: 1, ReportResultsImmediately: true, HasGPUVersions: true, GPUUsage: .5, CPUUsage: .4, Line: 2}},
+		Versions:             []AppVersion{{AppName: "einstein_O3MD1", PlanClass: "mt", AvgNCPUs: 4, CmdLine: "--nthreads 4", Line: 14}},
 		ProjectMaxConcurrent: 3, ReportResultsImmediately: true,
 	}
 	if !reflect.DeepEqual(ac, want) {
