@@ -39,6 +39,14 @@
 // starts only if usage stays within Instances[CPU]+1; before that any task
 // starts, so a multi-thread task may overcommit, unless Input.NoOvercommit.
 //
+// Concurrency limits (app_config.xml max_concurrent and
+// project_max_concurrent, max_concurrent_exceeded in the C++ client): a
+// task whose app or project already has its limit of tasks chosen is
+// skipped, in every phase, counting tasks as they are chosen (CPU and GPU
+// tasks of an app together). The CPU round robin counts at selection, so
+// the selection of twice the CPUs does not fill up with tasks that could
+// not run; the limits are also checked again when a selected task runs.
+//
 // GPU instances (assign_coprocs): running tasks keep their instances or do
 // not run; fractional tasks pack onto partly used instances first;
 // integral tasks take whole unused instances, preferring ones that no
@@ -75,8 +83,11 @@
 //     resumes the tasks this package chose; a throttled task still counts
 //     as running here.
 //   - Suspended projects and tasks, tasks still downloading, tasks in a
-//     schedule backoff, RAM and swap limits and max_concurrent are
-//     filtered by the caller: every Task given is runnable.
+//     schedule backoff, RAM and swap limits are filtered by the caller:
+//     every Task given is runnable.
+//   - app_config.xml's resource usage (gpu_usage, cpu_usage, avg_ncpus,
+//     ngpus) arrives as NCPUs and NGPUs; its limits as Task.App,
+//     Task.AppMax and Input.ProjectMax.
 //   - Anti-thrashing rule (b) of promote_once_ran_edf (a task the
 //     simulation marked a miss less than one period ago stays EDF) and
 //     the "DCF ≥ 90: every job EDF" rule are folded into
@@ -142,6 +153,12 @@ type Task struct {
 	// smaller goes first.
 	Remaining float64
 	Order     int // arrival order, the final tie-break
+	// App and AppMax are app_config.xml's max_concurrent: the tasks that
+	// share an App number (1..len(Input.Tasks); the caller numbers the
+	// limited apps of all projects) are at most AppMax running at once,
+	// whatever their resource. App 0 or AppMax not above 0: no limit.
+	App    int
+	AppMax int
 }
 
 // Input is everything one decision depends on.
@@ -177,6 +194,10 @@ type Input struct {
 	// or <ncpus>), so no task may push CPU usage over Instances[CPU],
 	// not even a multi-thread or GPU task (enforce_run_list).
 	NoOvercommit bool
+	// ProjectMax is each project's project_max_concurrent: at most that
+	// many of its tasks run at once. Missing entries (a short or nil
+	// slice) and ones not above 0 mean no limit.
+	ProjectMax []int
 }
 
 // Assignment is one task that is to run.
@@ -239,6 +260,14 @@ type Scheduler struct {
 	used    float64 // CPUs claimed so far
 	gpuTmp  [MaxGPUInstances]int
 	ngpuTmp int
+
+	// Concurrency limits: tasks chosen so far per App number and per
+	// project, and the same counts for the CPU round robin's selection.
+	limited bool // some task has a limit; otherwise none is counted
+	appCnt  []int32
+	projCnt []int32
+	selApp  []int32
+	selProj []int32
 }
 
 // Task kinds after classification.
@@ -303,6 +332,10 @@ func (s *Scheduler) Schedule(in *Input, out *Decision) {
 			if p < 0 {
 				break
 			}
+			if s.projAtLimit(p, s.projCnt) {
+				s.n[int(r)*s.nproj+p] = 0 // none of its tasks can run now
+				continue
+			}
 			c := s.popRR(r, p)
 			if s.tryRun(c.idx, false, out) {
 				s.chargeTask(c.idx)
@@ -365,11 +398,42 @@ func (s *Scheduler) setup(in *Input) {
 	}
 	nt := len(in.Tasks)
 	s.kind = resize(s.kind, nt)
+	s.setupLimits()
 	for r := range s.edf {
 		s.edf[r] = s.edf[r][:0]
 		s.keep[r] = s.keep[r][:0]
 	}
 	s.picks = s.picks[:0]
+}
+
+// setupLimits sizes and clears the concurrency counts; with no limit in
+// the input nothing is counted.
+func (s *Scheduler) setupLimits() {
+	in := s.in
+	nt := len(in.Tasks)
+	s.limited = false
+	napp := 0
+	for i := range in.Tasks {
+		if t := &in.Tasks[i]; t.AppMax > 0 && t.App > 0 && t.App <= nt {
+			s.limited = true
+			napp = max(napp, t.App)
+		}
+	}
+	for p := range min(s.nproj, len(in.ProjectMax)) {
+		if in.ProjectMax[p] > 0 {
+			s.limited = true
+		}
+	}
+	if !s.limited {
+		s.appCnt, s.selApp = s.appCnt[:0], s.selApp[:0]
+		return
+	}
+	s.appCnt = resize(s.appCnt, napp+1)
+	s.selApp = resize(s.selApp, napp+1)
+	s.projCnt = resize(s.projCnt, s.nproj)
+	s.selProj = resize(s.selProj, s.nproj)
+	clear(s.appCnt)
+	clear(s.projCnt)
 }
 
 // classify validates every task, decides which are EDF, which keep their
@@ -764,7 +828,7 @@ func (s *Scheduler) tryRun(i int32, edf bool, out *Decision) bool {
 	gpu := t.Rsc.IsGPU()
 	held := gpu && s.holds(t)
 	reserved := held && (s.kind[i] == kEDF || s.kind[i] == kKeep)
-	if gpu && !s.findGPUs(t, held) || !s.cpuFits(nc, gpu) {
+	if s.atLimit(t, s.appCnt, s.projCnt) || gpu && !s.findGPUs(t, held) || !s.cpuFits(nc, gpu) {
 		if reserved {
 			// It will not run: stop steering others off its instances.
 			u := min(t.NGPUs, 1)
@@ -784,8 +848,54 @@ func (s *Scheduler) tryRun(i int32, edf bool, out *Decision) bool {
 			}
 		}
 	}
+	s.count(t, s.appCnt, s.projCnt)
 	s.emit(out, i, gpu, edf)
 	return true
+}
+
+// appOf is t's App number when it has an app limit, else 0.
+func (s *Scheduler) appOf(t *Task) int {
+	if t.AppMax > 0 && t.App > 0 && t.App < len(s.appCnt) {
+		return t.App
+	}
+	return 0
+}
+
+// projMax is project p's limit; 0: none.
+func (s *Scheduler) projMax(p int) int {
+	if p < len(s.in.ProjectMax) {
+		return max(0, s.in.ProjectMax[p])
+	}
+	return 0
+}
+
+// projAtLimit reports whether project p has its limit of tasks in cnt.
+func (s *Scheduler) projAtLimit(p int, cnt []int32) bool {
+	m := s.projMax(p)
+	return s.limited && m > 0 && int(cnt[p]) >= m
+}
+
+// atLimit reports whether t's app or project has its limit of tasks in
+// the counts given (max_concurrent_exceeded).
+func (s *Scheduler) atLimit(t *Task, app, proj []int32) bool {
+	if !s.limited {
+		return false
+	}
+	if a := s.appOf(t); a > 0 && int(app[a]) >= t.AppMax {
+		return true
+	}
+	return s.projAtLimit(t.Project, proj)
+}
+
+// count charges t to its app's and project's counts (max_concurrent_inc).
+func (s *Scheduler) count(t *Task, app, proj []int32) {
+	if !s.limited {
+		return
+	}
+	if a := s.appOf(t); a > 0 {
+		app[a]++
+	}
+	proj[t.Project]++
 }
 
 // findGPUs chooses instances for t into gpuTmp (assign_coprocs, §1.5):
@@ -885,13 +995,26 @@ func (s *Scheduler) roundRobinCPU(out *Decision) {
 			}
 		}
 	}
+	if s.limited {
+		copy(s.selApp, s.appCnt)
+		copy(s.selProj, s.projCnt)
+	}
 	limit := 2 * s.ncpu
 	for st < limit && mt < limit {
 		p := s.nextProject(workfetch.CPU)
 		if p < 0 {
 			break
 		}
+		if s.projAtLimit(p, s.selProj) {
+			s.n[int(workfetch.CPU)*s.nproj+p] = 0 // none of its tasks can run now
+			continue
+		}
 		c := s.popRR(workfetch.CPU, p)
+		t := &s.in.Tasks[c.idx]
+		if s.atLimit(t, s.selApp, s.selProj) {
+			continue // its app has its limit selected: it cannot run
+		}
+		s.count(t, s.selApp, s.selProj)
 		s.chargeTask(c.idx)
 		if c.ncpus > 1 {
 			mt += c.ncpus
