@@ -26,6 +26,12 @@ type ProjSim struct {
 	// project's jobs per resource, JobWall the longest wall time one of
 	// them takes (Estimate over availability); 0 when unknown.
 	Latency, JobWall [NumRsc]float64
+	// Deferred: at some point of the simulation a job of the project
+	// could not run on that resource, though an instance was free,
+	// because its app or the project had its max_concurrent of jobs
+	// running (the C++ client's has_deferred_job). Work fetch does not
+	// ask the project for that resource.
+	Deferred [NumRsc]bool
 }
 
 // SimResult is the output of Simulate. Its slices are reused between

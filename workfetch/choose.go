@@ -24,6 +24,10 @@ const (
 	WhyOverworked    = "overworked: debt for this resource below −max(1 day, buffer)"
 	WhyNotChosen     = "no work-fetch rule selects this project"
 	WhyDeadlineTight = "another job would finish too close to its deadline (deadline guard)"
+	// WhyMaxConcurrent is the C++ client's wording: a job of the project
+	// on this resource cannot run for app_config.xml's max_concurrent or
+	// project_max_concurrent, so more work would only wait.
+	WhyMaxConcurrent = "max concurrent job limit"
 )
 
 // The work-fetch criteria, in the order they are tried.
@@ -167,6 +171,9 @@ func (c *chooser) rscWhy(i int, r Rsc) string {
 	p := &c.projects[i]
 	if p.NoRsc[r] {
 		return WhyNoApps
+	}
+	if c.ps(i).Deferred[r] {
+		return WhyMaxConcurrent
 	}
 	if i != c.override && p.State.Backoff[r].Active(c.now) {
 		return WhyBackedOff
@@ -323,7 +330,7 @@ func (c *chooser) size(i int, r Rsc) (secs, inst float64) {
 // for work for resource A, we may ask it for B as well").
 func (c *chooser) requestAll(i int, target Rsc, req *Request) {
 	for r := range NumRsc {
-		if c.n[r] == 0 || c.projects[i].NoRsc[r] {
+		if c.n[r] == 0 || c.projects[i].NoRsc[r] || c.ps(i).Deferred[r] {
 			continue
 		}
 		if Rsc(r) != target && (!(c.sim.Rsc[r].Shortfall > 0) || c.tight(i, Rsc(r))) {
@@ -359,13 +366,15 @@ func anySecs(req *Request) bool {
 //     types first, then the CPU; the first resource with a candidate wins.
 //  3. The candidate is the highest-priority project that may fetch the
 //     resource: NoFetch empty, at most MaxRunnableJobs queued, apps for
-//     it, not backed off for it; not "overworked" (debt for it below
+//     it, no job held back by a max_concurrent limit in the simulation
+//     (ProjSim.Deferred), not backed off for it; not "overworked" (debt for it below
 //     −max(86400, Total())) for the minor and starved criteria; not with a
 //     wacky DCF except for an idle instance; zero-share projects only for
 //     an idle instance when no other project can take it.
 //  4. An idle instance or a major shortfall asks for that resource only;
 //     the others ask for every resource with a shortfall, even ones the
-//     project is backed off for. Sizing per resource: Secs = shortfall ×
+//     project is backed off for (but not one it has no apps for or a job
+//     deferred by a limit on). Sizing per resource: Secs = shortfall ×
 //     the project's fetchable share of the resource (its share over the
 //     shares of the projects that may fetch it), Instances =
 //     max(instances × share − its queued usage, idle now × share), Secs at

@@ -99,6 +99,8 @@ type sjob struct {
 	grp    int32   // (project, resource) group, -1 when not simulated
 	next   int32   // EDF list of its group's unfinished jobs
 	prev   int32
+	app    int32 // max_concurrent group (Job.App), 0 when not limited
+	amax   int32 // its limit
 }
 
 // simScratch is the simulation's working memory, kept in the SimResult so
@@ -133,6 +135,16 @@ type simScratch struct {
 	c     [NumRsc]float64 // priority drop per (instance / share fraction)
 	prio  []float64
 	nproj int
+
+	// Concurrency limits (max_concurrent, project_max_concurrent):
+	// running jobs per App number and per project, each project's limit
+	// (0: none) and, per project, a bit per resource on which a job was
+	// held back by a limit while an instance was free.
+	limited  bool // some job or project has a limit
+	appCnt   []int32
+	projCnt  []int32
+	pmax     []int32
+	deferred []uint8
 
 	// alwaysFull disables the incremental paths (tests compare the two).
 	alwaysFull bool
@@ -201,6 +213,18 @@ func grow[T any](s []T, n int) []T {
 //     keep their progress.
 //   - A job misses its deadline when its simulated finish is later than
 //     Deadline − Min() (SCHEDULING §2.2).
+//   - Concurrency limits (app_config.xml; the C++ rr_sim's
+//     max_concurrent_exceeded): a job whose app (Job.App, Job.AppMax) or
+//     project (Project.MaxConcurrent) already has its limit of jobs
+//     running in the simulation, whatever their resource, is passed over
+//     in the hand-out while the limit holds, and its project is marked
+//     as having a deferred job on its resource (ProjSim.Deferred,
+//     has_deferred_job), so work fetch does not ask that project for that
+//     resource: no work is fetched that the limits will not let run.
+//     Instances left idle by a limit are shortfall like any other. With
+//     limits, every completion hands out all resources again (GPU types,
+//     then the CPU), as the C++ client's pick_jobs_to_run does, since a
+//     finished job may free a limit that jobs of any resource wait on.
 //
 // The outputs per resource: Shortfall integrates idle instances over
 // [now, now+Total()] (after the last job, all instances are idle);
@@ -211,7 +235,7 @@ func grow[T any](s []T, n int) []T {
 // DeadlineMissedInstances sums the usage of jobs that miss.
 // Per project: NRunnable and NUsed (the summed usage of its jobs; GPU
 // jobs' CPUs count toward the CPU), Queue (Remaining × usage, computing
-// instance-seconds, likewise) and DeadlinesMissed. prio may be shorter
+// instance-seconds, likewise), DeadlinesMissed and Deferred. prio may be shorter
 // than projects (missing entries count as 0).
 //
 // out's slices and scratch are reused; out must not be used by two
@@ -241,6 +265,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	s.tier, s.sfrac = grow(s.tier, P), grow(s.sfrac, P)
 	s.pused, s.peff = grow(s.pused, G), grow(s.peff, G)
 	s.prio, s.nproj = prio, P
+	s.setupLimits(projects, jobs)
 
 	for r := range NumRsc {
 		s.n[r] = instances(h.Instances[r])
@@ -307,6 +332,10 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		}
 		rem = min(rem, maxSimSeconds)
 		sj.usage, sj.ncpu = u, nc
+		sj.app, sj.amax = 0, 0
+		if s.limited && jb.AppMax > 0 && jb.App > 0 && jb.App < len(s.appCnt) {
+			sj.app, sj.amax = int32(jb.App), int32(min(jb.AppMax, math.MaxInt32))
+		}
 		sj.dur = rem / rate
 		sj.full = sj.dur
 		if jb.Deadline.IsZero() {
@@ -417,6 +446,13 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		j := s.popActive(Rsc(rb))
 		s.complete(out, jobs, j, t)
 	}
+	if s.limited {
+		for pi := range P {
+			for r := range NumRsc {
+				out.Projects[pi].Deferred[r] = s.deferred[pi]&(1<<r) != 0
+			}
+		}
+	}
 	// Nothing runs from t on.
 	for r := range NumRsc {
 		if s.n[r] == 0 {
@@ -458,6 +494,9 @@ func (s *simScratch) integrate(out *SimResult, satSet *[NumRsc]bool, t0, t1, wbt
 // complete finishes job j at t and lets the next job take its place.
 func (s *simScratch) complete(out *SimResult, jobs []Job, j int32, t float64) {
 	g := int(s.jobs[j].grp)
+	if s.limited {
+		s.count(j, -1)
+	}
 	pi, r := g/NumRsc, Rsc(g%NumRsc)
 	if t > s.jobs[j].dl {
 		out.MissesDeadline[j] = true
@@ -481,6 +520,10 @@ func (s *simScratch) complete(out *SimResult, jobs []Job, j int32, t float64) {
 
 	sj := &s.jobs[j]
 	switch {
+	case s.limited:
+		// Which jobs the limits let run depends on every resource's
+		// running jobs: hand everything out again.
+		s.handOutAll(t)
 	case !s.uniform[g] || s.alwaysFull:
 		s.handOut(r, t)
 		if r.IsGPU() {
@@ -575,6 +618,9 @@ func siftUpF(h []float64, i int) {
 
 // startJob runs job j on resource r from t.
 func (s *simScratch) startJob(r Rsc, j int32, t float64) {
+	if s.limited {
+		s.count(j, 1)
+	}
 	s.jobs[j].start = t
 	s.jobs[j].finish = t + s.jobs[j].dur
 	a := append(s.active[r], j)
@@ -584,22 +630,52 @@ func (s *simScratch) startJob(r Rsc, j int32, t float64) {
 
 // handOut re-assigns resource r's instances at t (see Simulate).
 func (s *simScratch) handOut(r Rsc, t float64) {
+	s.release(r, t)
+	s.assign(r, t)
+}
+
+// handOutAll re-assigns every resource's instances at t from scratch,
+// GPU types first, then the CPU, so the limits are charged in that
+// order as at the first hand-out.
+func (s *simScratch) handOutAll(t float64) {
+	for r := range NumRsc {
+		if s.n[r] > 0 {
+			s.release(Rsc(r), t)
+		}
+	}
+	for r := NumRsc - 1; r >= 0; r-- {
+		if s.n[r] > 0 {
+			s.assign(Rsc(r), t)
+		}
+	}
+}
+
+// release takes resource r's running jobs off at t; they keep their
+// progress.
+func (s *simScratch) release(r Rsc, t float64) {
 	a := s.active[r]
 	for _, j := range a {
 		sj := &s.jobs[j]
 		sj.dur = max(0, sj.dur-(t-sj.start))
+		if r != CPU {
+			s.nused[CPU] -= sj.ncpu
+		}
+		if s.limited {
+			s.count(j, -1)
+		}
 	}
 	s.active[r] = a[:0]
+}
+
+// assign hands out resource r's instances at t, none of its jobs
+// running (release).
+func (s *simScratch) assign(r Rsc, t float64) {
 	nused := 0.0
 	if r == CPU {
 		for gr := 1; gr < NumRsc; gr++ {
 			for _, j := range s.active[gr] {
 				nused += s.jobs[j].ncpu
 			}
-		}
-	} else {
-		for _, j := range a {
-			s.nused[CPU] -= s.jobs[j].ncpu
 		}
 	}
 	s.nused[r] = nused
@@ -640,6 +716,21 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 			continue
 		}
 		sj := &s.jobs[j]
+		if s.limited && s.atLimit(j) {
+			// It may run once a job of its app or project finishes; until
+			// then it is deferred, and the group's next job is tried.
+			s.deferred[int(g)/NumRsc] |= 1 << r
+			s.pick[g] = sj.next
+			if s.pick[g] < 0 {
+				last := len(ph) - 1
+				ph[0] = ph[last]
+				ph = ph[:last]
+				if len(ph) > 0 {
+					s.siftDownProj(ph, 0)
+				}
+			}
+			continue
+		}
 		s.startJob(r, j, t)
 		s.nused[r] += sj.usage
 		if r.IsGPU() {
@@ -660,6 +751,56 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 		}
 	}
 	s.ph[r] = ph
+}
+
+// setupLimits sizes and clears the concurrency counts; s.limited tells
+// whether any job or project has a limit.
+func (s *simScratch) setupLimits(projects []Project, jobs []Job) {
+	P, J := len(projects), len(jobs)
+	s.limited = false
+	napp := 0
+	for j := range jobs {
+		if jb := &jobs[j]; jb.AppMax > 0 && jb.App > 0 && jb.App <= J {
+			s.limited = true
+			napp = max(napp, jb.App)
+		}
+	}
+	s.pmax = grow(s.pmax, P)
+	for i := range projects {
+		s.pmax[i] = int32(min(max(0, projects[i].MaxConcurrent), math.MaxInt32))
+		if s.pmax[i] > 0 {
+			s.limited = true
+		}
+	}
+	if !s.limited {
+		return
+	}
+	s.appCnt = grow(s.appCnt, napp+1)
+	s.projCnt = grow(s.projCnt, P)
+	s.deferred = grow(s.deferred, P)
+	clear(s.appCnt)
+	clear(s.projCnt)
+	clear(s.deferred)
+}
+
+// atLimit reports whether job j's app or project has its limit of jobs
+// running (max_concurrent_exceeded).
+func (s *simScratch) atLimit(j int32) bool {
+	sj := &s.jobs[j]
+	if sj.app > 0 && s.appCnt[sj.app] >= sj.amax {
+		return true
+	}
+	pi := sj.grp / NumRsc
+	return s.pmax[pi] > 0 && s.projCnt[pi] >= s.pmax[pi]
+}
+
+// count adds d to job j's app and project running counts.
+func (s *simScratch) count(j int32, d int32) {
+	sj := &s.jobs[j]
+	if sj.app > 0 {
+		s.appCnt[sj.app] += d
+	}
+	s.projCnt[sj.grp/NumRsc] += d
 }
 
 func (s *simScratch) prioOf(pi int) float64 {

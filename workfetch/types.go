@@ -143,6 +143,9 @@ type Project struct {
 	InRPCBackoff bool
 	// NoRsc: the project has told us it has no apps for that resource.
 	NoRsc [NumRsc]bool
+	// MaxConcurrent is app_config.xml's project_max_concurrent: at most
+	// that many of its jobs run at once (0: no limit).
+	MaxConcurrent int
 	// Unestimated: the project has sent no work yet, so nobody knows how
 	// long its jobs take here; the server's only guess comes from the
 	// benchmark and its own fpops estimate, often off by several times.
@@ -173,6 +176,12 @@ type Job struct {
 	// job length for the deadline guard (Prefs.DeadlineGuard).
 	Received time.Time
 	Estimate float64
+	// App and AppMax are app_config.xml's max_concurrent: the jobs that
+	// share an App number (1..len(jobs); the caller numbers the limited
+	// apps of all projects) run at most AppMax at once, whatever their
+	// resource. App 0 or AppMax not above 0: no limit.
+	App    int
+	AppMax int
 }
 
 // Usage is how many instances of its resource the job occupies.
