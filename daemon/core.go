@@ -38,6 +38,12 @@ type core struct {
 	sched    schedule.Scheduler
 	taskJob  []int // schedule task index → job index
 
+	// app_config.xml's limits: appIDs numbers the apps that have a
+	// max_concurrent (Job.App), projMax is each project's
+	// project_max_concurrent.
+	appIDs  map[appKey]int
+	projMax []int
+
 	// used accumulates instance-seconds per project since the last debt
 	// update, keyed by URL so detaches in between do no harm.
 	used     map[string]*[workfetch.NumRsc]float64
@@ -50,6 +56,7 @@ func newCore() *core {
 	return &core{
 		policy:      workfetch.DebtPolicy{},
 		index:       map[string]int{},
+		appIDs:      map[appKey]int{},
 		used:        map[string]*[workfetch.NumRsc]float64{},
 		notFetching: map[string]string{},
 	}
@@ -103,22 +110,48 @@ func (d *Daemon) corePrefs() workfetch.Prefs {
 	}
 }
 
-// resultRsc is the resource a task uses and how much of it.
+// resultRsc is the resource a task uses and how much of it, after
+// app_config.xml (gpu_versions, app_version avg_ncpus and ngpus).
 func (d *Daemon) resultRsc(r *boinc.Result) (rsc workfetch.Rsc, ncpus, ngpus float64) {
 	ncpus = 1
 	v := d.st.versionOf(r)
 	if v == nil {
 		return workfetch.CPU, ncpus, 0
 	}
-	if v.AvgNCPUs > 0 {
-		ncpus = v.AvgNCPUs
+	nc, ng := d.versionUsage(v)
+	if nc > 0 {
+		ncpus = nc
 	}
-	if v.Coproc != nil && v.Coproc.Count > 0 {
+	if ng > 0 {
 		if g, ok := workfetch.RscByName(v.Coproc.Type); ok && g.IsGPU() {
-			return g, ncpus, v.Coproc.Count
+			return g, ncpus, ng
 		}
 	}
 	return workfetch.CPU, ncpus, 0
+}
+
+// appKey names one app of one project.
+type appKey struct{ url, app string }
+
+// limitGroup is the max_concurrent group of r's app for the core
+// (workfetch.Job.App, schedule.Task.App: numbered from 1 per pass) and
+// its limit; 0, 0 when its app has none.
+func (d *Daemon) limitGroup(r *boinc.Result) (app, limit int) {
+	if d.appConfig(r.ProjectURL) == nil {
+		return 0, 0
+	}
+	name := d.resultApp(r)
+	limit = d.appLimit(r.ProjectURL, name)
+	if limit <= 0 {
+		return 0, 0
+	}
+	k := appKey{r.ProjectURL, name}
+	app, ok := d.core.appIDs[k]
+	if !ok {
+		app = len(d.core.appIDs) + 1
+		d.core.appIDs[k] = app
+	}
+	return app, limit
 }
 
 // estimateDuration is the static estimate of a task's run time, corrected
@@ -153,8 +186,10 @@ func (d *Daemon) estimateUncorrected(r *boinc.Result) float64 {
 
 // estimateRemaining blends the static estimate with the one implied by
 // the task's progress (SCHEDULING.md §5).
+// With app_config.xml's fraction_done_exact for its app, the fraction
+// done alone gives it, as in the C++ client.
 func (d *Daemon) estimateRemaining(r *boinc.Result) float64 {
-	return workfetch.Remaining(d.estimateDuration(r), r.ElapsedTime, r.FractionDone, r.ElapsedTime, false)
+	return workfetch.Remaining(d.estimateDuration(r), r.ElapsedTime, r.FractionDone, r.ElapsedTime, d.fractionDoneExact(r))
 }
 
 // noFetchReason says why p may not be asked for work at all, or "".
@@ -187,6 +222,8 @@ func (d *Daemon) buildCore(now time.Time) {
 	clear(c.index)
 	c.projects = c.projects[:0]
 	c.shares = c.shares[:0]
+	c.projMax = c.projMax[:0]
+	clear(c.appIDs)
 	estimated := d.st.projectsWithVersions()
 	for _, p := range d.st.sortedProjects() {
 		c.index[p.MasterURL] = len(c.urls)
@@ -200,6 +237,10 @@ func (d *Daemon) buildCore(now time.Time) {
 			NoNewTasks:   p.NoNewTasks,
 			InRPCBackoff: now.Before(p.MinRPCTime),
 			Unestimated:  !estimated[p.MasterURL],
+			// app_config.xml's limits, so the simulation runs only what
+			// may run and work fetch does not ask for work that would
+			// wait on them.
+			MaxConcurrent: d.projectLimit(p.MasterURL),
 		}
 		for _, name := range p.NoRscApps {
 			if r, ok := workfetch.RscByName(name); ok {
@@ -211,6 +252,7 @@ func (d *Daemon) buildCore(now time.Time) {
 		}
 		c.projects = append(c.projects, wp)
 		c.shares = append(c.shares, p.ResourceShare)
+		c.projMax = append(c.projMax, wp.MaxConcurrent)
 	}
 	c.jobs = c.jobs[:0]
 	c.jobKeys = c.jobKeys[:0]
@@ -224,7 +266,9 @@ func (d *Daemon) buildCore(now time.Time) {
 		}
 		rsc, ncpus, ngpus := d.resultRsc(r)
 		runnable, _ := d.runnable(r, now)
+		app, appMax := d.limitGroup(r)
 		c.jobs = append(c.jobs, workfetch.Job{
+			App: app, AppMax: appMax,
 			Project: pi, Rsc: rsc, NCPUs: ncpus, NGPUs: ngpus,
 			Remaining: d.estimateRemaining(r),
 			Deadline:  r.ReportDeadline,
@@ -253,6 +297,7 @@ func (d *Daemon) schedule(now time.Time) {
 	in.Slice = time.Duration(d.prefs.CPUSchedulingPeriodMinutes * float64(time.Minute))
 	in.Priority = c.prio
 	in.Shares = c.shares
+	in.ProjectMax = c.projMax
 	in.Tasks = in.Tasks[:0]
 	c.taskJob = c.taskJob[:0]
 	for i, key := range c.jobKeys {
@@ -265,6 +310,7 @@ func (d *Daemon) schedule(now time.Time) {
 			Project: j.Project, Rsc: j.Rsc, NCPUs: j.NCPUs, NGPUs: j.NGPUs,
 			Deadline: r.ReportDeadline, MissesDeadline: c.sim.MissesDeadline[i],
 			Remaining: j.Remaining, Order: i,
+			App: j.App, AppMax: j.AppMax,
 		}
 		if at := d.active[key]; at != nil && !at.suspended {
 			t.Running = true

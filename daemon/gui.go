@@ -318,7 +318,7 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 		st.Apps = append(st.Apps, *a)
 	}
 	for _, v := range sortedValues(d.st.versions, func(v *boinc.AppVersion) string { return v.Key() }) {
-		st.AppVersions = append(st.AppVersions, *v)
+		st.AppVersions = append(st.AppVersions, *d.effectiveVersion(v))
 	}
 	for _, w := range sortedValues(d.st.wus, func(w *boinc.Workunit) string { return w.Key() }) {
 		st.Workunits = append(st.Workunits, *w)

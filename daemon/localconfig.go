@@ -107,6 +107,7 @@ func (d *Daemon) readAppConfig(url string) {
 		d.tellConfig(msg, slog.String("project", url))
 	}
 	d.local.apps[url] = &ac
+	d.checkAppVersionEntries(url)
 	d.log.Info("app_config.xml read", slog.String("project", url), slog.String("file", path),
 		slog.Int("apps", len(ac.Apps)), slog.Int("app_versions", len(ac.Versions)), slog.Int("project_max_concurrent", ac.ProjectMaxConcurrent))
 }

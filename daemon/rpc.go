@@ -138,7 +138,7 @@ func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 		}
 		n++
 		switch {
-		case p.NoNewTasks, p.DetachPending, r.ReportImmediately:
+		case p.NoNewTasks, p.DetachPending, r.ReportImmediately, d.reportAtOnce(r):
 			due = true
 		case now.After(r.ReportDeadline.Add(-cushion)):
 			due = true
@@ -325,7 +325,12 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 	for i, v := range versions {
 		index[v.Key()] = i
 	}
-	req.AppVersions = versions
+	// Reported with app_config.xml's usage and cmdline, as the C++ client
+	// reports its versions as modified.
+	req.AppVersions = make([]*boinc.AppVersion, len(versions))
+	for i, v := range versions {
+		req.AppVersions[i] = d.effectiveVersion(v)
+	}
 
 	var reported []string
 	for _, r := range d.st.projectResults(p.MasterURL) {

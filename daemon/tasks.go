@@ -183,7 +183,9 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		return
 	}
 	spec := taskrunner.TaskSpec{
-		Project: p, App: app, Version: v, WU: wu, Result: r, Files: files,
+		// The version as app_config.xml modifies it: its avg_ncpus and
+		// GPU usage reach init_data.xml, its cmdline the command line.
+		Project: p, App: app, Version: d.effectiveVersion(v), WU: wu, Result: r, Files: files,
 		Host: d.host, Prefs: d.prefs, Slot: r.Slot,
 		ResourceShareFraction: d.shareFraction(p),
 		// Limits as the C++ client sets them (ACTIVE_TASK::init): the
