@@ -24,6 +24,9 @@ const (
 	// CCConfigFile and AppConfigFile are the C++ client's file names.
 	CCConfigFile  = "cc_config.xml"
 	AppConfigFile = "app_config.xml"
+	// AllProjectsListFile is the BOINC project list the Manager's Add
+	// Project wizard shows.
+	AllProjectsListFile = "all_projects_list.xml"
 )
 
 // settingsAction carries out the set-up actions of guirpc/settings.go.
@@ -58,6 +61,9 @@ func (d *Daemon) settingsAction(a guirpc.Action, now time.Time) error {
 		}
 		return nil
 	case guirpc.WriteConfigFile:
+		if a.File == guirpc.AllProjectsList {
+			return fmt.Errorf("all_projects_list.xml is not written over GUI RPC")
+		}
 		path, err := d.configFilePath(a.File, a.URL)
 		if err != nil {
 			return err
@@ -95,6 +101,8 @@ func (d *Daemon) configFilePath(f guirpc.ConfigFile, url string) (string, error)
 	switch f {
 	case guirpc.CCConfig:
 		return filepath.Join(d.opt.DataDir, CCConfigFile), nil
+	case guirpc.AllProjectsList:
+		return filepath.Join(d.opt.DataDir, AllProjectsListFile), nil
 	case guirpc.AppConfig:
 		if d.st.projects[url] == nil {
 			return "", guirpc.ErrNoSuchProject

@@ -1,6 +1,7 @@
 package guirpc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -150,8 +151,19 @@ func opExchangeVersions(_ context.Context, _ *Server, _ *request, w *xw) func(co
 	return nil
 }
 
-func opAllProjectsList(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
-	// boincd ships no all_projects_list.xml: an empty list.
+func opAllProjectsList(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
+	// all_projects_list.xml in the data directory, as the C++ client
+	// serves it (from "<projects" on); boincd does not fetch it from
+	// BOINC's web site itself: boincd import brings the C++ client's
+	// copy, and a volunteer may drop one in. No file: an empty list.
+	var out []byte
+	if err := s.cfg.Backend.Do(ctx, ReadConfigFile{File: AllProjectsList, Out: &out}); err != nil {
+		s.log.Info("GUI RPC op failed", slog.String("op", req.op), slog.Any("err", err))
+	}
+	if i := bytes.Index(out, []byte("<projects")); i >= 0 {
+		w.line(rawReplyText(out[i:]))
+		return nil
+	}
 	w.line("<projects>")
 	w.line("</projects>")
 	return nil

@@ -36,6 +36,9 @@ const (
 	CCConfig ConfigFile = iota + 1
 	// AppConfig is app_config.xml in a project's directory.
 	AppConfig
+	// AllProjectsList is all_projects_list.xml in the data directory
+	// (read only).
+	AllProjectsList
 )
 
 // ReadConfigFile reads a configuration file; the backend stores its

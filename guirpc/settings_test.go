@@ -89,6 +89,9 @@ func (b *fileBackend) Do(ctx context.Context, a Action) error {
 		b.fmu.Lock()
 		defer b.fmu.Unlock()
 		key := "cc"
+		if r.File == AllProjectsList {
+			key = "apl"
+		}
 		if r.File == AppConfig {
 			if r.URL != "http://p.example/" {
 				return ErrNoSuchProject
@@ -107,6 +110,7 @@ func TestSettingsOps(t *testing.T) {
 	b := &fileBackend{fakeBackend: fakeBackend{st: st}, files: map[string][]byte{
 		"cc":                []byte("<cc_config>\n<options><ncpus>1</ncpus></options>\n</cc_config>\n\003"),
 		"http://p.example/": []byte("<app_config><app><name>a</name><max_concurrent>1</max_concurrent></app></app_config>"),
+		"apl":               []byte("<?xml version=\"1.0\"?>\n<projects>\n<project><name>Einstein@Home</name></project>\n</projects>\n"),
 	}}
 	srv := startServer(t, Config{Backend: b})
 	cl := dial(t, srv)
@@ -137,6 +141,7 @@ func TestSettingsOps(t *testing.T) {
 		{"<report_device_status>\n<device_status>\n<on_ac_power>1</on_ac_power>\n<battery_charge_pct>55.5</battery_charge_pct>\n<user_active>0</user_active>\n<device_name>tab</device_name>\n</device_status>\n</report_device_status>",
 			[]string{"<success/>"}, ReportDeviceStatus{DeviceStatus{OnACPower: true, BatteryChargePct: 55.5, DeviceName: "tab"}}},
 		{"<run_graphics_app>\n<slot>0</slot>\n</run_graphics_app>", []string{"<error>boincd runs as a headless service"}, nil},
+		{"<get_all_projects_list/>", []string{"<boinc_gui_rpc_reply>\n<projects>\n<project><name>Einstein@Home</name></project>\n</projects>\n</boinc_gui_rpc_reply>"}, nil},
 		{"<get_screensaver_tasks/>", []string{"<handle_get_screensaver_tasks>\n    <suspend_reason>0</suspend_reason>\n", "</handle_get_screensaver_tasks>"}, nil},
 		{"<acct_mgr_rpc>\n<url>http://am.example/</url>\n<name>n</name>\n<password>p</password>\n</acct_mgr_rpc>", []string{"<error>boincd does not support account managers yet"}, nil},
 		{"<acct_mgr_rpc_poll/>", []string{"<acct_mgr_rpc_reply>", "<error_num>-1</error_num>"}, nil},
