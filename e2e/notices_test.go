@@ -98,7 +98,7 @@ func TestNotices(t *testing.T) {
 	fetches := p.NewsFetches()
 
 	d.stop()
-	d, c = guiDaemon(t, "restarted", dir, childOptions{})
+	_, c = guiDaemon(t, "restarted", dir, childOptions{})
 	// A reply comes again with the same notice: still once.
 	rpcs := p.Stats().RPCs
 	deadline := time.Now().Add(30 * time.Second)
