@@ -39,6 +39,10 @@ type Config struct {
 	// Path is where the config came from ("" when there was no file).
 	Path string `toml:"-"`
 	raw  []byte
+	// set holds the keys the file or the environment gave ("no_gpus",
+	// "gui_rpc.allow_remote"): where boincd.toml and cc_config.xml both
+	// speak, only a key set here overrides cc_config.xml.
+	set map[string]bool
 
 	DataDir string `toml:"data_dir"`
 	// DropResultsOnDetach discards a removed project's finished but
@@ -199,6 +203,10 @@ func Parse(path string, data []byte) (*Config, error) {
 		}
 		return nil, fmt.Errorf("%s: %s", path, msg)
 	}
+	c.set = map[string]bool{}
+	for _, k := range md.Keys() {
+		c.set[k.String()] = true
+	}
 	if und := md.Undecoded(); len(und) > 0 {
 		key := und[0].String()
 		last := und[0][len(und[0])-1]
@@ -314,6 +322,19 @@ func (c *Config) validate() error {
 		return fmt.Errorf("%s: log.format %q: want auto, text, json or journal", c.where(c.lineOf("format")), c.Log.Format)
 	}
 	return nil
+}
+
+// IsSet reports whether the file or the environment gave key (dotted
+// for tables: "gui_rpc.allow_remote"). A config built in code (the demo,
+// tests) has no record of its keys: there, only what differs from
+// Default counts as set, which the caller checks itself.
+func (c *Config) IsSet(key string) bool { return c.set[key] }
+
+func (c *Config) markSet(key string) {
+	if c.set == nil {
+		c.set = map[string]bool{}
+	}
+	c.set[key] = true
 }
 
 // CheckGUIRPCAddress checks a GUI RPC listen address: "off" (or empty)
@@ -447,12 +468,12 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("BOINCD_LOG_FORMAT", &c.Log.Format)
 	str("BOINCD_APP_USER", &c.AppUser)
 	for _, e := range []struct {
-		name string
-		dst  *bool
+		name, key string
+		dst       *bool
 	}{
-		{"BOINCD_ALLOW_ROOT_APPS", &c.AllowRootApps},
-		{"BOINCD_UNSIGNED_APPS_OK", &c.UnsignedAppsOK},
-		{"BOINCD_GUI_RPC_ALLOW_REMOTE", &c.GUIRPC.AllowRemote},
+		{"BOINCD_ALLOW_ROOT_APPS", "allow_root_apps", &c.AllowRootApps},
+		{"BOINCD_UNSIGNED_APPS_OK", "unsigned_apps_ok", &c.UnsignedAppsOK},
+		{"BOINCD_GUI_RPC_ALLOW_REMOTE", "gui_rpc.allow_remote", &c.GUIRPC.AllowRemote},
 	} {
 		if v := getenv(e.name); v != "" {
 			b, err := strconv.ParseBool(v)
@@ -460,6 +481,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 				return fmt.Errorf("environment %s=%q: want true or false", e.name, v)
 			}
 			*e.dst = b
+			c.markSet(e.key)
 		}
 	}
 	if v := getenv("BOINCD_METRICS_ADDRESS"); v != "" {
