@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
@@ -83,15 +84,16 @@ type Options struct {
 
 // Client talks to BOINC project servers. It is safe for concurrent use.
 type Client struct {
-	rc           *retryablehttp.Client
-	log          *slog.Logger
-	maxReply     int64
-	stallTimeout time.Duration
-	minSpeed     int64
-	replyTimeout time.Duration
-	rpcTimeout   time.Duration
-	rpcRate      int64
-	userAgent    string
+	rc       *retryablehttp.Client
+	log      *slog.Logger
+	maxReply int64
+	// lim is read once by each request as it starts and replaced whole
+	// by SetTransferLimits, so a change never alters a request in flight.
+	lim        atomic.Pointer[xferLimits]
+	replyFixed time.Duration // Options.ReplyTimeout as given (0: twice the stall timeout)
+	rpcTimeout time.Duration
+	rpcRate    int64
+	userAgent  string
 }
 
 const (
@@ -124,9 +126,7 @@ func New(o Options) *Client {
 	case o.MinBytesPerSec < 0:
 		o.MinBytesPerSec = 0
 	}
-	if o.ReplyTimeout <= 0 {
-		o.ReplyTimeout = 2 * o.StallTimeout
-	}
+	replyFixed := max(o.ReplyTimeout, 0)
 	if o.MaxRedirects <= 0 {
 		o.MaxRedirects = defaultMaxRedirects
 	}
@@ -185,17 +185,57 @@ func New(o Options) *Client {
 		// Hand back the last response so its status can be classified.
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
-	return &Client{
-		rc:           rc,
-		log:          log,
-		maxReply:     o.MaxReplyBytes,
-		stallTimeout: o.StallTimeout,
-		minSpeed:     o.MinBytesPerSec,
-		replyTimeout: o.ReplyTimeout,
-		rpcTimeout:   o.RPCTimeout,
-		rpcRate:      o.RPCBytesPerSec,
-		userAgent:    "BOINC client (" + boinc.PlatformName + " " + clientVersionString() + ")",
+	c := &Client{
+		rc:         rc,
+		log:        log,
+		maxReply:   o.MaxReplyBytes,
+		replyFixed: replyFixed,
+		rpcTimeout: o.RPCTimeout,
+		rpcRate:    o.RPCBytesPerSec,
+		userAgent:  "BOINC client (" + boinc.PlatformName + " " + clientVersionString() + ")",
 	}
+	c.lim.Store(c.limits(o.StallTimeout, o.MinBytesPerSec))
+	return c
+}
+
+// xferLimits are the low-speed rule's parameters (Options.StallTimeout,
+// MinBytesPerSec) and the reply bound derived from them.
+type xferLimits struct {
+	stallTimeout time.Duration
+	minSpeed     int64
+	replyTimeout time.Duration
+}
+
+func (c *Client) limits(stall time.Duration, minBytesPerSec int64) *xferLimits {
+	l := &xferLimits{stallTimeout: stall, minSpeed: max(minBytesPerSec, 0), replyTimeout: c.replyFixed}
+	if l.replyTimeout <= 0 {
+		l.replyTimeout = 2 * stall
+	}
+	return l
+}
+
+// SetTransferLimits changes StallTimeout and MinBytesPerSec (the C++
+// client's http_transfer_timeout and http_transfer_timeout_bps, which a
+// re-read of cc_config.xml may change) for requests started from now on;
+// those in flight keep the limits they started with. Zero values take
+// the defaults, as in Options.
+func (c *Client) SetTransferLimits(stall time.Duration, minBytesPerSec int64) {
+	if stall <= 0 {
+		stall = defaultStallTimeout
+	}
+	switch {
+	case minBytesPerSec == 0:
+		minBytesPerSec = defaultMinBytesPerSec
+	case minBytesPerSec < 0:
+		minBytesPerSec = 0
+	}
+	c.lim.Store(c.limits(stall, minBytesPerSec))
+}
+
+// TransferLimits are the limits new requests get.
+func (c *Client) TransferLimits() (stall time.Duration, minBytesPerSec int64) {
+	l := c.lim.Load()
+	return l.stallTimeout, l.minSpeed
 }
 
 // slogAdapter routes retryablehttp's logging to slog at debug level.
@@ -417,7 +457,7 @@ func (l exchangeLimit) allowed(moved int64) time.Duration {
 
 // rpcLimit is the bound of a scheduler RPC or master-page fetch.
 func (c *Client) rpcLimit() exchangeLimit {
-	return exchangeLimit{base: c.rpcTimeout, rate: c.rpcRate, max: c.replyTimeout}
+	return exchangeLimit{base: c.rpcTimeout, rate: c.rpcRate, max: c.lim.Load().replyTimeout}
 }
 
 func (c *Client) watch(ctx context.Context, url string) (context.Context, *stallWatch) {
@@ -427,15 +467,16 @@ func (c *Client) watch(ctx context.Context, url string) (context.Context, *stall
 // watchTotal is watch with a bound on the whole exchange.
 func (c *Client) watchTotal(ctx context.Context, url string, limit exchangeLimit) (context.Context, *stallWatch) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	w := &stallWatch{url: url, timeout: c.stallTimeout, cancel: cancel, limit: limit, began: time.Now()}
-	if c.minSpeed > 0 {
-		w.minBytes = max(1, int64(float64(c.minSpeed)*c.stallTimeout.Seconds()))
+	lim := c.lim.Load()
+	w := &stallWatch{url: url, timeout: lim.stallTimeout, cancel: cancel, limit: limit, began: time.Now()}
+	if lim.minSpeed > 0 {
+		w.minBytes = max(1, int64(float64(lim.minSpeed)*lim.stallTimeout.Seconds()))
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.idle = time.AfterFunc(c.stallTimeout, func() { cancel(&StallError{URL: url, Timeout: c.stallTimeout}) })
+	w.idle = time.AfterFunc(lim.stallTimeout, func() { cancel(&StallError{URL: url, Timeout: lim.stallTimeout}) })
 	if w.minBytes > 0 {
-		w.window = time.AfterFunc(c.stallTimeout, w.windowEnd)
+		w.window = time.AfterFunc(lim.stallTimeout, w.windowEnd)
 	}
 	if first := limit.allowed(0); first > 0 {
 		w.total = time.AfterFunc(first, w.totalEnd)

@@ -220,7 +220,7 @@ func (c *Client) queryFileSize(ctx context.Context, u UploadSpec, url string) (i
 	b = append(b, "    <get_file_size>"...)
 	b = appendEsc(b, u.Name)
 	b = append(b, "</get_file_size>\n</data_server_request>\n"...)
-	ctx, w := c.watchTotal(ctx, url, exchangeLimit{max: c.replyTimeout})
+	ctx, w := c.watchTotal(ctx, url, exchangeLimit{max: c.lim.Load().replyTimeout})
 	defer w.stop()
 	req, err := c.newRequest(ctx, http.MethodPost, url, b)
 	if err != nil {
