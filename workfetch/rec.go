@@ -19,6 +19,12 @@ const (
 // benchmark pFpops and each resource's speed relative to a CPU, and are
 // folded into its exponentially decaying average, in credit per day.
 func UpdateREC(st *ProjectState, h Host, pFpops float64, used [NumRsc]float64, start, now float64) {
+	UpdateRECHalfLife(st, h, pFpops, used, start, now, RECHalfLife)
+}
+
+// UpdateRECHalfLife is UpdateREC with cc_config's rec_half_life (seconds)
+// in place of the default.
+func UpdateRECHalfLife(st *ProjectState, h Host, pFpops float64, used [NumRsc]float64, start, now, halfLife float64) {
 	x := 0.0
 	for r := range NumRsc {
 		x += used[r] * pFpops * relSpeed(&h, Rsc(r))
@@ -30,7 +36,7 @@ func UpdateREC(st *ProjectState, h Host, pFpops float64, used [NumRsc]float64, s
 		// not taken as a whole day's rate.
 		st.RECTime = start
 	}
-	boinc.UpdateAverage(now, start, x, RECHalfLife, &st.REC, &st.RECTime)
+	boinc.UpdateAverage(now, start, x, halfLife, &st.REC, &st.RECTime)
 }
 
 // RECPriority is the C++ client's PROJECT::sched_priority as the GUIs
