@@ -441,7 +441,7 @@ func (d *Daemon) accountUsage(now time.Time, dt float64) {
 		}
 		st := d.schedState(url)
 		st.Debt = c.projects[i].State.Debt
-		workfetch.UpdateREC(st, d.coreHost(), d.host.PFpops, used[i], end-period.Seconds(), end)
+		workfetch.UpdateRECHalfLife(st, d.coreHost(), d.host.PFpops, used[i], end-period.Seconds(), end, d.recHalfLife())
 		d.saveSchedState(url)
 	}
 	clear(c.used)

@@ -30,6 +30,7 @@ import (
 	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/eventlog"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/logflags"
 	"github.com/boincd/boincd/rpcclient"
 	"github.com/boincd/boincd/statefile"
 	"github.com/boincd/boincd/taskrunner"
@@ -145,10 +146,15 @@ type Daemon struct {
 	runner *taskrunner.Runner
 	// proxy is read by the HTTP transport's goroutines at each request
 	// and replaced only by the owner (settings.go).
-	proxy       atomic.Pointer[boinc.ProxyInfo]
-	language    string      // set_language
-	local       localConfig // cc_config.xml and app_config.xml (localconfig.go)
-	hostProbing bool        // reset_host_info in progress
+	proxy    atomic.Pointer[boinc.ProxyInfo]
+	language string      // set_language
+	local    localConfig // cc_config.xml and app_config.xml (localconfig.go)
+	cc       ccState     // the effective cc_config.xml options (ccopts.go)
+	// ccProxy is cc_config.xml's proxy, which overrides the GUI's;
+	// read by the HTTP transport's goroutines like proxy.
+	ccProxy     atomic.Pointer[boinc.ProxyInfo]
+	logFlags    *logflags.Handler // cc_config.xml's <log_flags>
+	hostProbing bool              // reset_host_info in progress
 
 	st    *clientState
 	host  boinc.Host
@@ -237,9 +243,11 @@ func New(opt Options) (*Daemon, error) {
 	// Every record goes to the journal and into the event log that
 	// boinccmd --get_messages and BOINC Manager show: one source of truth.
 	elog := eventlog.New(opt.Logger.Handler(), eventlog.DefaultCapacity)
-	opt.Logger = slog.New(elog)
+	flags := logflags.New(elog)
+	opt.Logger = slog.New(flags)
 	d := &Daemon{
 		elog:        elog,
+		logFlags:    flags,
 		opt:         opt,
 		log:         opt.Logger.With(slog.String("component", "client")),
 		rand:        rand.New(rand.NewPCG(opt.Seed, opt.Seed^0x9e3779b97f4a7c15)),
@@ -323,6 +331,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 	}
 	d.cfg = cfg
+	// Before the host probe: cc_config.xml may skip the benchmarks.
+	d.readCCConfig()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -340,10 +350,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("ca_bundle: %w", err)
 	}
 	d.http = rpcclient.New(rpcclient.Options{
-		Logger:       d.opt.Logger.With(slog.String("component", "http")),
-		StallTimeout: d.opt.HTTPStallTimeout,
-		RootCAs:      roots,
-		Proxy:        rpcclient.ProxyFunc(d.currentProxy),
+		Logger:         d.opt.Logger.With(slog.String("component", "http")),
+		StallTimeout:   d.stallTimeout(),
+		MinBytesPerSec: int64(d.cc.eff.HTTPTransferTimeoutBPS),
+		RootCAs:        roots,
+		Proxy:          rpcclient.ProxyFunc(d.currentProxy),
 	})
 	d.runner, err = taskrunner.NewRunner(taskrunner.Config{
 		DataDir:   d.opt.DataDir,
@@ -355,7 +366,6 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("task runner: %w", err)
 	}
 	d.recoverTasks()
-	d.readCCConfig()
 	d.reconcile(cfg, time.Now())
 	d.readAppConfigs()
 	d.startGUIRPC(runCtx)
@@ -373,6 +383,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	err = d.loop(runCtx)
 	d.notify("STOPPING=1\nSTATUS=asking tasks to quit at their next checkpoint")
 	d.shutdown()
+	d.abortJobsOnExit(time.Now())
 	cancel()
 	d.wg.Wait()
 	// The last chance to save: try now whatever the retry backoff says.
@@ -404,7 +415,7 @@ func (d *Daemon) loop(ctx context.Context) error {
 			d.pollTasks(now)
 		}
 		d.step(time.Now())
-		if d.opt.ExitWhenIdle && d.idle() {
+		if d.cc.eff.ExitWhenIdle && d.idle() {
 			d.log.Info("nothing left to do; exiting (exit_when_idle)")
 			return ErrIdle
 		}
@@ -431,6 +442,8 @@ func (d *Daemon) step(now time.Time) {
 	if d.benchmarksDue(now) {
 		d.startBenchmarks()
 	}
+	d.maybeScanExclusive(now)
+	d.trimTaskOutputs(now)
 	d.finishDetaches(now)
 	d.advanceResults(now)
 	d.startTransfers(now)
@@ -496,10 +509,15 @@ func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
 	}
 	h.PFpops, h.PIops, h.PMembw, h.PCalculated = saved.PFpops, saved.PIops, saved.PMembw, saved.PCalculated
 	h.ProductName = saved.ProductName
+	skip := d.opt.BenchmarkDuration < 0 || d.cc.eff.SkipCPUBenchmarks
 	stale := h.PCalculated == 0 || time.Since(time.Unix(int64(h.PCalculated), 0)) > benchmarkPeriod || saved.PNCPUs != h.PNCPUs || saved.PModel != h.PModel
 	if stale {
-		if d.opt.BenchmarkDuration < 0 {
-			h.PFpops, h.PIops = 1e9, 1e9
+		if skip {
+			// skip_cpu_benchmarks: the stored values, else the C++
+			// client's defaults.
+			if h.PFpops <= 0 {
+				h.PFpops, h.PIops = 1e9, 1e9
+			}
 		} else {
 			d.log.Info("running CPU benchmarks", slog.Int("cpus", h.PNCPUs))
 			h.PFpops, h.PIops = coproc.Benchmark(ctx, h.PNCPUs, d.opt.BenchmarkDuration)
@@ -514,7 +532,7 @@ func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
 }
 
 // usableCPUs is how many CPUs tasks may use under the prefs.
-func (d *Daemon) usableCPUs() int { return d.prefs.UsableCPUs(d.host.PNCPUs) }
+func (d *Daemon) usableCPUs() int { return d.prefs.UsableCPUs(d.hostNCPUs()) }
 
 // idle: nothing to run, transfer or report, and no project will give us
 // more work right now.

@@ -3,6 +3,9 @@ package daemon
 import (
 	"bytes"
 	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/boincd/boincd/coproc"
@@ -18,7 +21,8 @@ const gpuReprobePeriod = 10 * time.Minute
 type gpuState struct {
 	prober *coproc.Prober
 	info   coproc.NVIDIAInfo
-	usable []coproc.GPU // instance i of the NVIDIA resource is usable[i]
+	raw    coproc.NVIDIAInfo // the last probe's, before exclusions
+	usable []coproc.GPU      // instance i of the NVIDIA resource is usable[i]
 	next   time.Time
 	busy   bool
 	probed bool // a probe has completed
@@ -27,7 +31,9 @@ type gpuState struct {
 
 type gpuProbed struct{ info coproc.NVIDIAInfo }
 
-func (d *Daemon) gpusDisabled() bool { return d.opt.NoGPUs || d.cfg.NoGPUs }
+// gpusDisabled: no_gpus (boincd.toml, the command line or cc_config.xml;
+// ccopts.go).
+func (d *Daemon) gpusDisabled() bool { return d.opt.NoGPUs || d.cc.eff.NoGPUs }
 
 // maybeProbeGPUs starts an NVIDIA probe in the background when one is due.
 func (d *Daemon) maybeProbeGPUs(now time.Time) {
@@ -49,21 +55,69 @@ func (d *Daemon) maybeProbeGPUs(now time.Time) {
 func (d *Daemon) handleGPUProbed(ev gpuProbed) {
 	g := &d.gpu
 	g.busy, g.probed = false, true
-	info := ev.info
+	g.raw = ev.info
+	d.applyGPUInfo(ev.info)
+}
+
+// gpuExclusions are the exclusions in force: boincd.toml's gpu_exclude,
+// else cc_config.xml's exclude_gpu (the precedence rule, ccopts.go), and
+// cc_config.xml's ignore_nvidia_dev, which keeps a device from every
+// project. boincd drives NVIDIA GPUs only: entries for other types
+// exclude nothing here.
+func (d *Daemon) gpuExclusions() []coproc.Exclusion {
 	var ex []coproc.Exclusion
-	for _, e := range d.cfg.GPUExclude {
+	for _, e := range d.cc.eff.GPUExclude {
 		ex = append(ex, coproc.Exclusion{Device: e.Device, Project: e.Project})
 	}
-	for _, w := range coproc.ApplyExclusions(&info, ex) {
-		if g.warned == nil {
-			g.warned = map[string]bool{}
+	for _, x := range d.cc.eff.ExcludeGPUs {
+		switch strings.ToLower(x.Type) {
+		case "", "nvidia":
+		default:
+			continue
 		}
-		if !g.warned[w] {
-			g.warned[w] = true
-			d.log.Warn("GPU exclusion", slog.String("problem", w))
+		if x.App != "" {
+			// The schedule places GPU tasks per project; one app's
+			// exclusion would need it per app.
+			d.gpuWarnOnce("app:"+x.URL+"\x00"+x.App, "exclude_gpu for one app is not supported by boincd; this entry is ignored (leave out <app> to exclude the GPU for the whole project)",
+				slog.String("project", x.URL), slog.String("app", x.App), slog.Int("line", x.Line))
+			continue
 		}
+		dev := ""
+		if x.DeviceNum >= 0 {
+			dev = strconv.Itoa(x.DeviceNum)
+		}
+		ex = append(ex, coproc.Exclusion{Device: dev, Project: x.URL})
 	}
-	usable := coproc.UsableGPUs(info, d.cfg.UseAllGPUs)
+	for _, n := range d.cc.eff.IgnoreGPU["NVIDIA"] {
+		ex = append(ex, coproc.Exclusion{Device: strconv.Itoa(n)})
+	}
+	return ex
+}
+
+func (d *Daemon) gpuWarnOnce(key, msg string, attrs ...any) {
+	g := &d.gpu
+	if g.warned == nil {
+		g.warned = map[string]bool{}
+	}
+	if !g.warned[key] {
+		g.warned[key] = true
+		d.log.Warn(msg, attrs...)
+	}
+}
+
+// applyGPUInfo derives the usable GPUs from a probe under the settings
+// in force (after each probe, and when a re-read changes them).
+func (d *Daemon) applyGPUInfo(raw coproc.NVIDIAInfo) {
+	g := &d.gpu
+	info := raw
+	info.GPUs = slices.Clone(raw.GPUs)
+	for _, w := range coproc.ApplyExclusions(&info, d.gpuExclusions()) {
+		d.gpuWarnOnce(w, "GPU exclusion", slog.String("problem", w))
+	}
+	var usable []coproc.GPU
+	if !d.gpusDisabled() {
+		usable = coproc.UsableGPUs(info, d.cc.eff.UseAllGPUs)
+	}
 	if len(usable) != len(g.usable) {
 		d.log.Info("usable NVIDIA GPUs", slog.Int("count", len(usable)))
 	}
@@ -75,14 +129,17 @@ func (d *Daemon) handleGPUProbed(ev gpuProbed) {
 // project, so it is treated as having no NVIDIA apps. A partial exclusion
 // cannot be honoured by the schedule yet: it is logged once.
 func (d *Daemon) gpuExcludedFor(url string) bool {
-	if len(d.gpu.usable) == 0 || len(d.cfg.GPUExclude) == 0 {
+	if len(d.gpu.usable) == 0 {
 		return false
 	}
 	var ex []coproc.Exclusion
-	for _, e := range d.cfg.GPUExclude {
+	for _, e := range d.gpuExclusions() {
 		if e.Project != "" {
-			ex = append(ex, coproc.Exclusion{Device: e.Device, Project: e.Project})
+			ex = append(ex, e)
 		}
+	}
+	if len(ex) == 0 {
+		return false
 	}
 	idx := coproc.ProjectExcluded(d.gpu.info, ex, url)
 	if len(idx) == 0 {

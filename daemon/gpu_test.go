@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 
@@ -48,6 +49,7 @@ func TestGPUsReachCoreAndRequests(t *testing.T) {
 
 	// Excluding every GPU for one project turns its NVIDIA fetch off.
 	d.cfg.GPUExclude = []config.GPUExclude{{Project: "http://a.example/"}}
+	d.applySettings(time.Now()) // boincd.toml's gpu_exclude (ccopts.go)
 	d.handleGPUProbed(gpuProbed{info})
 	if !d.gpuExcludedFor("http://a.example/") || d.gpuExcludedFor("http://b.example/") {
 		t.Fatal("project-wide GPU exclusion not applied to exactly that project")

@@ -66,7 +66,7 @@ func (d *Daemon) startGUIRPC(ctx context.Context) {
 	hosts = append(hosts, d.cfg.GUIRPC.AllowHosts...)
 	srv, err := guirpc.Listen(guirpc.Config{
 		Addr:        addr,
-		AllowRemote: d.cfg.GUIRPC.AllowRemote,
+		AllowRemote: d.cc.eff.AllowRemoteGUIRPC, // boincd.toml, else cc_config.xml; at start only, as the C++ client
 		AllowHosts:  hosts,
 		Password:    pass,
 		Backend:     rpcBackend{d},
@@ -216,7 +216,7 @@ func (d *Daemon) rescaleDCFs(oldFpops, newFpops float64) {
 
 // benchmarksDue: the C++ client reruns its benchmarks every 5 days.
 func (d *Daemon) benchmarksDue(now time.Time) bool {
-	return d.opt.BenchmarkDuration >= 0 && d.host.PCalculated > 0 &&
+	return d.opt.BenchmarkDuration >= 0 && !d.cc.eff.SkipCPUBenchmarks && d.host.PCalculated > 0 &&
 		now.Sub(time.Unix(int64(d.host.PCalculated), 0)) > benchmarkPeriod
 }
 
@@ -244,7 +244,7 @@ func (d *Daemon) retryNetworkNow(now time.Time) {
 func (d *Daemon) guiState(now time.Time) *guirpc.State {
 	st := &guirpc.State{
 		Now:               now,
-		Host:              guirpc.HostInfo{Host: d.host, Coprocs: d.guiCoprocs()},
+		Host:              guirpc.HostInfo{Host: d.reportedHost(), Coprocs: d.guiCoprocs()},
 		Prefs:             guiPrefs(d.prefs, d.hostc.prefs),
 		PrefsOverride:     d.prefsOverride(),
 		DailyXfers:        d.guiDailyXfers(),

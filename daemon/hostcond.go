@@ -88,16 +88,28 @@ func (d *Daemon) suspendReasons(now time.Time) (cpu, gpu, network uint32) {
 		// benchmarks measure the CPUs alone, and tasks running beside
 		// them would skew every estimate made from the result.
 		cpu = hostcond.ReasonBenchmarks
+	case d.initialDelay(now):
+		// start_delay (cc_config.xml): no task starts until it has
+		// passed since the client started, whatever the mode.
+		cpu = hostcond.ReasonInitialDelay
 	case d.modes.Run.Current(now) == ModeNever:
 		cpu = SuspendUserReq
 	case d.modes.Run.Current(now) == ModeAuto:
 		cpu = d.hostc.decision.Computing
+		// exclusive_app: checked by the C++ client among the "run
+		// according to preferences" conditions only.
+		if d.cc.excl.Suspends(now) {
+			cpu |= hostcond.ReasonExclusiveApp
+		}
 	}
 	switch d.modes.GPU.Current(now) {
 	case ModeNever:
 		gpu = SuspendUserReq
 	case ModeAuto:
 		gpu = d.hostc.decision.GPU
+		if d.cc.exclGPU.Suspends(now) {
+			gpu |= hostcond.ReasonExclusiveApp
+		}
 	}
 	gpu |= cpu
 	if d.host.NUsableCoprocs == 0 {

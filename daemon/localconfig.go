@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/boincd/boincd/ccconfig"
 )
@@ -56,6 +57,7 @@ func (d *Daemon) readCCConfig() {
 		d.log.Info("cc_config.xml read"+suffixIf(len(probs) > 0, " (with problems, see above)"),
 			slog.String("file", path), slog.Int("options", len(cc.Set)), slog.Int("log_flags", len(cc.LogFlags)))
 	}
+	d.applySettings(time.Now())
 }
 
 // readAppConfigs reads every attached project's app_config.xml.

@@ -223,7 +223,8 @@ func (d *Daemon) noAppsHere(p *boinc.Project) bool {
 // goroutine, unless network activity is suspended (run mode "never", the
 // network time preferences).
 func (d *Daemon) pollFeeds(now time.Time) {
-	if d.nt.fetching || d.ctx.Err() != nil {
+	if d.nt.fetching || d.ctx.Err() != nil || d.cc.eff.NoInfoFetch {
+		// no_info_fetch: the C++ client fetches no RSS feeds.
 		return
 	}
 	if _, _, network := d.suspendReasons(now); network != 0 {

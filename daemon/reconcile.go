@@ -56,6 +56,7 @@ const (
 //     re-adding the entry attaches it again.
 func (d *Daemon) reconcile(cfg *config.Config, now time.Time) {
 	d.cfg = cfg
+	d.applySettings(now)
 	d.prefs = d.effectivePrefs()
 	d.refreshHostPrefs()
 	d.runner.SetThrottle(d.prefs.CPUUsageLimit)
@@ -275,6 +276,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleBenchDone(ev, now)
 	case gpuProbed:
 		d.handleGPUProbed(ev)
+	case exclusiveScanned:
+		d.handleExclusiveScanned(ev)
 	case feedFetched:
 		d.handleFeedFetched(ev, now)
 	}

@@ -71,19 +71,19 @@ func (d *Daemon) maybeRPC(now time.Time) {
 		// A user's request skips the backoff once; if it failed, it waits
 		// like any other retry instead of looping.
 		if (p.SchedRPCPending == boinc.RPCUserReq && p.RPCFailures == 0) || !now.Before(p.MinRPCTime) {
-			d.startSchedulerRPC(p, p.SchedRPCPending, d.piggybackRequest(p, now), now)
+			d.startSchedulerRPC(p, p.SchedRPCPending, d.updateRequest(p, p.SchedRPCPending, now), now)
 			return
 		}
 	}
 	for _, p := range projects {
 		if len(p.SchedulerURLs) > 0 && !p.NextRPCTime.IsZero() && !now.Before(p.NextRPCTime) && !now.Before(p.MinRPCTime) && !p.Suspended {
-			d.startSchedulerRPC(p, boinc.RPCProjectReq, d.piggybackRequest(p, now), now)
+			d.startSchedulerRPC(p, boinc.RPCProjectReq, d.updateRequest(p, boinc.RPCProjectReq, now), now)
 			return
 		}
 	}
 	for _, p := range projects {
 		if len(p.SchedulerURLs) > 0 && !now.Before(p.MinRPCTime) && (!p.Suspended || p.DetachPending) && d.resultsDue(p, now) {
-			d.startSchedulerRPC(p, boinc.RPCResultsDue, d.piggybackRequest(p, now), now)
+			d.startSchedulerRPC(p, boinc.RPCResultsDue, d.updateRequest(p, boinc.RPCResultsDue, now), now)
 			return
 		}
 	}
@@ -92,7 +92,8 @@ func (d *Daemon) maybeRPC(now time.Time) {
 	}
 	d.lastFetchCheck = now
 	d.nextFetchCheck = now.Add(d.opt.WorkFetchInterval)
-	if p, req := d.chooseWork(now); p != nil {
+	if p, req := d.chooseWork(now); p != nil && d.minimalWork(req).Project >= 0 {
+		req = d.minimalWork(req)
 		d.projectLog(p).Info("requesting work", slog.String("why", req.Reason))
 		d.startSchedulerRPC(p, boinc.RPCNeedWork, req, now)
 	}
@@ -138,7 +139,7 @@ func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 		}
 		n++
 		switch {
-		case p.NoNewTasks, p.DetachPending, r.ReportImmediately, d.reportAtOnce(r):
+		case p.NoNewTasks, p.DetachPending, r.ReportImmediately, d.cc.eff.ReportResultsImmediately, d.reportAtOnce(r):
 			due = true
 		case now.After(r.ReportDeadline.Add(-cushion)):
 			due = true
@@ -227,6 +228,7 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 	if p.NoNewTasks || p.DetachPending || p.Suspended {
 		work = workfetch.Request{Project: -1}
 	}
+	d.notedWork(work)
 	req, reported := d.buildRequest(p, work, now)
 	var buf bytes.Buffer
 	if _, err := req.WriteTo(&buf); err != nil {
@@ -292,7 +294,7 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 		CodeSignKey:           p.CodeSignKey,
 		Prefs:                 d.prefs,
 		CrossProjectID:        p.CrossProjectID,
-		Host:                  d.host,
+		Host:                  d.reportedHost(),
 		CoprocsXML:            d.coprocsXML(work),
 	}
 	if p.HostID != 0 {
@@ -334,7 +336,7 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 
 	var reported []string
 	for _, r := range d.st.projectResults(p.MasterURL) {
-		if r.Phase.ReadyToReport() {
+		if r.Phase.ReadyToReport() && (d.cc.eff.MaxTasksReported <= 0 || len(reported) < d.cc.eff.MaxTasksReported) {
 			rr := rpcclient.ReportedResult{Result: r, AppVersionNum: r.VersionNum}
 			if wu := d.st.wuOf(r); wu != nil && wu.VersionNum != 0 {
 				rr.AppVersionNum = wu.VersionNum
@@ -605,7 +607,7 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 	// Every file of an app version is executable code: unless the
 	// volunteer opted out, it must carry the project's signature
 	// (client_state.cpp link_app_version does the same).
-	if !d.cfg.UnsignedAppsOK {
+	if !d.cc.eff.UnsignedAppsOK { // boincd.toml, else cc_config.xml (ccopts.go)
 		for i := range rep.AppVersions {
 			for _, ref := range rep.AppVersions[i].FileRefs {
 				if f := d.st.file(url, ref.FileName); f != nil && !f.SignatureRequired && f.Status != boinc.FilePresent {

@@ -145,6 +145,12 @@ func (d *Daemon) setProxy(p boinc.ProxyInfo) {
 	cp := p
 	d.proxy.Store(&cp)
 	d.batch.PutMeta(proxyMetaKey, &cp)
+	if d.ccProxy.Load() != nil {
+		// As the C++ client: cc_config.xml's proxy_info wins over the
+		// GUI's, which is kept for when the file drops it.
+		d.log.Info("Using proxy info from cc_config.xml; the GUI's proxy settings are kept for when it has none")
+		return
+	}
 	d.logProxy(&cp)
 }
 
@@ -172,8 +178,14 @@ func (d *Daemon) logProxy(p *boinc.ProxyInfo) {
 	}
 }
 
-// currentProxy is what the HTTP transport asks, from any goroutine.
-func (d *Daemon) currentProxy() *boinc.ProxyInfo { return d.proxy.Load() }
+// currentProxy is what the HTTP transport asks, from any goroutine:
+// cc_config.xml's proxy_info, else the GUI's.
+func (d *Daemon) currentProxy() *boinc.ProxyInfo {
+	if p := d.ccProxy.Load(); p != nil {
+		return p
+	}
+	return d.proxy.Load()
+}
 
 type hostReprobed struct {
 	h     boinc.Host

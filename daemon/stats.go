@@ -49,15 +49,15 @@ func xferDay(now time.Time) int { return int(now.Unix() / secondsPerDay) }
 
 // addDailyStats records the credit a scheduler reply reported as today's
 // entry, replacing an earlier one of the same day, and drops days older
-// than saveStatsDays, as the C++ client updates PROJECT::statistics from
-// each scheduler reply.
-func addDailyStats(list []boinc.DailyStats, e boinc.DailyStats, now time.Time) []boinc.DailyStats {
+// than days (save_stats_days), as the C++ client updates
+// PROJECT::statistics from each scheduler reply.
+func addDailyStats(list []boinc.DailyStats, e boinc.DailyStats, days int) []boinc.DailyStats {
 	if n := len(list); n > 0 && list[n-1].Day.Equal(e.Day) {
 		list[n-1] = e
 	} else {
 		list = append(list, e)
 	}
-	cutoff := e.Day.Add(-saveStatsDays * secondsPerDay * time.Second)
+	cutoff := e.Day.Add(-time.Duration(days) * secondsPerDay * time.Second)
 	i := 0
 	for i < len(list) && list[i].Day.Before(cutoff) {
 		i++
@@ -98,7 +98,7 @@ func (d *Daemon) recordCredit(p *boinc.Project, rep *rpcclient.SchedulerReply, n
 		UserExpavgCredit: rep.UserExpavgCredit,
 		HostTotalCredit:  rep.HostTotalCredit,
 		HostExpavgCredit: rep.HostExpavgCredit,
-	}, now)
+	}, d.statsDays())
 	d.batch.PutMeta(StatsMetaKey(url), d.dailyStats[url])
 }
 

@@ -31,7 +31,7 @@ func TestAddDailyStats(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := addDailyStats(append([]boinc.DailyStats(nil), tc.list...), tc.add, tc.add.Day)
+			got := addDailyStats(append([]boinc.DailyStats(nil), tc.list...), tc.add, saveStatsDays)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}

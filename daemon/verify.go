@@ -168,7 +168,7 @@ func (d *Daemon) fileProblem(f *boinc.FileInfo, hash bool) string {
 	switch {
 	case f.Sealed():
 		want = f.VerifiedBytes
-	case f.NBytes > 0:
+	case f.NBytes > 0 && !d.cc.eff.DontCheckFileSizes:
 		want = int64(f.NBytes)
 	}
 	if want >= 0 && st.Size() != want {
@@ -203,7 +203,7 @@ func (d *Daemon) sealUnsealed(f *boinc.FileInfo) string {
 		return "missing"
 	case err != nil:
 		return "cannot be checked: " + err.Error()
-	case f.NBytes > 0 && seal.size != int64(f.NBytes):
+	case f.NBytes > 0 && seal.size != int64(f.NBytes) && !d.cc.eff.DontCheckFileSizes:
 		return "wrong size: " + strconv.FormatInt(seal.size, 10) + " bytes, announced " + strconv.FormatInt(int64(f.NBytes), 10)
 	case f.MD5 != "" && !strings.EqualFold(seal.md5, f.MD5):
 		return "MD5 mismatch: " + seal.md5 + ", announced " + f.MD5

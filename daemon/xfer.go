@@ -14,12 +14,6 @@ import (
 	"github.com/boincd/boincd/rpcclient"
 )
 
-// Transfer concurrency, as the C++ client's cc_config defaults.
-const (
-	maxFileXfers           = 8
-	maxFileXfersPerProject = 2
-)
-
 type xferInFlight struct {
 	project string
 	upload  bool
@@ -150,8 +144,9 @@ func (d *Daemon) startTransfers(now time.Time) {
 		return
 	}
 	total, per := d.xferCounts()
+	maxTotal, maxPer := d.xferLimits() // max_file_xfers, max_file_xfers_per_project
 	try := func(f *boinc.FileInfo, upload bool) {
-		if total >= maxFileXfers || per[f.ProjectURL] >= maxFileXfersPerProject {
+		if total >= maxTotal || per[f.ProjectURL] >= maxPer {
 			return
 		}
 		if _, busy := d.xfers[f.Key()]; busy || now.Before(f.Xfer.NextRequestTime) {
@@ -216,6 +211,15 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 	spec := rpcclient.DownloadSpec{
 		URLs: f.DownloadURLs, StartURL: f.Xfer.URLIndex, Path: path,
 		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: downloadCap(f), Meter: &rpcclient.Meter{},
+	}
+	if d.cc.eff.DontCheckFileSizes {
+		// dont_check_file_sizes: the announced size is neither the
+		// file's cap nor checked; the MD5 and signature still are.
+		spec.NBytes = 0
+		spec.MaxBytes = maxUnsizedDownload
+		if f.MaxNBytes > 0 {
+			spec.MaxBytes = int64(f.MaxNBytes)
+		}
 	}
 	var keyText, sigText string
 	checkSig := f.SignatureRequired
