@@ -161,9 +161,13 @@ var unsupported = map[string]string{
 }
 
 // isDefault: the value text means the same as def (numbers compared as
-// numbers, an empty element as the default).
+// numbers; an empty element is a set flag where the default is 0, else
+// the default).
 func isDefault(v, def string) bool {
 	v = strings.TrimSpace(v)
+	if v == "" && def == "0" {
+		v = "1" // <flag/> sets a flag
+	}
 	if v == "" || v == def {
 		return true
 	}

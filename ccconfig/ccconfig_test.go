@@ -49,7 +49,8 @@ func TestParseCC(t *testing.T) {
       <http_server_name>proxy.lan</http_server_name>
       <http_server_port>3128</http_server_port>
     </proxy_info>
-    <dont_use_vbox>1</dont_use_vbox>
+    <dont_use_vbox/>
+    <no_opencl>0</no_opencl>
     <nccpus>2</nccpus>
   </options>
 </cc_config>
@@ -87,7 +88,7 @@ func TestParseCC(t *testing.T) {
 		file + " line 6: unknown log flag <frobnicate_debug>",
 		file + " line 19: <exclude_gpu> without <url>; ignored",
 		file + " line 25: <http_transfer_timeout>thirty</http_transfer_timeout>: not a number",
-		file + " line 32: unknown option <nccpus>",
+		file + " line 33: unknown option <nccpus>",
 	}
 	if got := problemTexts(probs); !reflect.DeepEqual(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
