@@ -58,6 +58,9 @@ request, 2 usage.
   transfers[]  {file, project, project_url, direction (up|down), bytes_done, bytes_total,
                 active, speed_bytes_per_sec, retries, next_try, status}
   not_fetching[] {project, resource, reason, time, seqno}
+  config_sources[] {name, value, source}   cc_config.xml options not at their
+                default and where each came from: boincd.toml, command line
+                or cc_config.xml (boincd.toml wins; see the README)
 Times are RFC 3339 and omitted when unknown; durations are seconds.
 
 Suspend reasons (lib/common_defs.h): 1 on batteries, 2 computer in use,
@@ -282,6 +285,7 @@ type statusSession struct {
 	c      *client.Client
 	seqno  int
 	nf     notFetchingSet
+	cfg    configSources
 }
 
 func (s *statusSession) close() {
@@ -294,7 +298,7 @@ func (s *statusSession) close() {
 func (s *statusSession) connect(ctx context.Context) error {
 	// A new connection may be to a restarted client whose event log
 	// starts again at 1.
-	s.seqno, s.nf = 0, notFetchingSet{}
+	s.seqno, s.nf, s.cfg = 0, notFetchingSet{}, configSources{}
 	hint := func(err error) error {
 		// The dial error repeats the address; keep only its cause.
 		var op *net.OpError
@@ -381,6 +385,7 @@ func (s *statusSession) query(ctx context.Context) (*statusDoc, error) {
 	}
 	for _, m := range msgs {
 		s.nf.add(m)
+		s.cfg.add(m)
 		if m.Seqno > s.seqno {
 			s.seqno = m.Seqno
 		}
@@ -389,7 +394,9 @@ func (s *statusSession) query(ctx context.Context) (*statusDoc, error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	return buildStatus(s.opts.addr, now, cc, st, xfers, s.nf.list()), nil
+	doc := buildStatus(s.opts.addr, now, cc, st, xfers, s.nf.list())
+	doc.ConfigSources = s.cfg.list()
+	return doc, nil
 }
 
 // statusDoc is what --json prints and the text view renders; field names
@@ -408,6 +415,43 @@ type statusDoc struct {
 	Tasks       []taskDoc              `json:"tasks"`
 	Transfers   []transferDoc          `json:"transfers"`
 	NotFetching []notFetchInfo         `json:"not_fetching"`
+	// ConfigSources are the cc_config.xml options set to other than
+	// their defaults and where each value came from (nil: the event log
+	// holds no "config sources" table, e.g. a C++ client).
+	ConfigSources []configSourceDoc `json:"config_sources"`
+}
+
+type configSourceDoc struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Source string `json:"source"`
+}
+
+// configSources is the effective-settings table the daemon logs at each
+// read of boincd.toml and cc_config.xml: a "config sources" line, then one
+// "config setting name=N value=V source=S" line per value that is not
+// the default. The newest table wins.
+type configSources struct {
+	seen bool
+	rows []configSourceDoc
+}
+
+func (c *configSources) add(m client.Message) {
+	low := strings.ToLower(m.Body)
+	switch {
+	case strings.HasPrefix(low, "config sources"):
+		c.seen, c.rows = true, []configSourceDoc{}
+	case strings.HasPrefix(low, "config setting ") && c.seen:
+		kv := parseKV(m.Body)
+		c.rows = append(c.rows, configSourceDoc{Name: kv["name"], Value: kv["value"], Source: kv["source"]})
+	}
+}
+
+func (c *configSources) list() []configSourceDoc {
+	if !c.seen {
+		return nil
+	}
+	return c.rows
 }
 
 type clientDoc struct {
@@ -902,6 +946,18 @@ func renderStatus(w io.Writer, d *statusDoc, loc *time.Location) error {
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s / %s\t%s\t%d\t%s\n", trimTo(x.File, 40), trimTo(x.Project, 24), x.Direction,
 				bytesize(x.BytesDone), bytesize(x.BytesTotal), speed, x.Retries, next)
+		}
+		_ = tw.Flush()
+	}
+
+	if d.ConfigSources != nil {
+		fmt.Fprintln(bw, "\nCONFIG (set values and where they came from; everything else is the default)")
+		if len(d.ConfigSources) == 0 {
+			fmt.Fprintln(bw, "  all defaults")
+		}
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		for _, c := range d.ConfigSources {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, trimTo(c.Value, 60), c.Source)
 		}
 		_ = tw.Flush()
 	}

@@ -241,6 +241,12 @@ func TestStatusSynthetic(t *testing.T) {
 		msg(6, "Third", "Not requesting tasks: some download is stalled", 1795268010) +
 		msg(7, "Third", "Requesting new tasks for CPU and NVIDIA GPU", 1795268011) +
 		msg(8, "http://127.0.0.1:18080/", `Not requesting work resource=ATI reason="GPU excluded by cc_config"`, 1795268066) +
+		// Two reads of the config files: the newer table wins.
+		msg(9, "", `Config sources set=1 files="/var/lib/boincd/boincd.toml, /var/lib/boincd/cc_config.xml"`, 1795268000) +
+		msg(10, "", `Config setting name=ncpus value=4 source=cc_config.xml`, 1795268000) +
+		msg(11, "", `Config sources set=2 files="/var/lib/boincd/boincd.toml, /var/lib/boincd/cc_config.xml"`, 1795268050) +
+		msg(12, "", `Config setting name=ncpus value=2 source=cc_config.xml`, 1795268050) +
+		msg(13, "", `Config setting name=no_gpus value=true source="command line"`, 1795268050) +
 		"</msgs>")
 	s := startOpServer(t, replies)
 	dir := t.TempDir()
@@ -267,6 +273,7 @@ func TestStatusSynthetic(t *testing.T) {
 		"Other Project",
 		"all     don't need",
 		"BOINC Reference Fake Project  ATI     GPU excluded by cc_config (just now)\n  BOINC Reference Fake Project  CPU",
+		"CONFIG (set values and where they came from; everything else is the default)\n  ncpus    2     cc_config.xml\n  no_gpus  true  command line\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
