@@ -147,6 +147,7 @@ func Import(ctx context.Context, opt Options) (*Summary, error) {
 		im.undo()
 		return nil, fmt.Errorf("import: %w", err)
 	}
+	im.planTuningFiles()
 	if opt.DryRun {
 		return im.summary(), nil
 	}
@@ -156,6 +157,9 @@ func Import(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	if err := im.cfg.install(); err != nil {
 		return im.summary(), fmt.Errorf("import: the state was imported, but the config could not be updated (the projects stay attached regardless): %w", err)
+	}
+	if err := im.carryTuningFiles(); err != nil {
+		return im.summary(), fmt.Errorf("import: the state was imported, but cc_config.xml or app_config.xml could not be copied (copy them by hand): %w", err)
 	}
 	log.Info("import finished", slog.String("from", src), slog.String("to", dst), slog.Int("projects", len(im.plans)))
 	return im.summary(), nil
@@ -213,6 +217,9 @@ type importer struct {
 	dst string
 	cs  *clientState
 	sum *Summary
+	// tuning are the cc_config.xml and app_config.xml copies to make
+	// (ccfiles.go).
+	tuning []tuningCopy
 	// stats and xfers are the client's statistics files (stats.go).
 	stats map[string][]boinc.DailyStats
 	xfers []boinc.DailyXfer

@@ -18,6 +18,9 @@ type Summary struct {
 	// Skipped lists projects of client_state.xml that have no account
 	// file: the C++ client ignores them too (they were detached).
 	Skipped []string
+	// Carried says what became of cc_config.xml (copied, already there,
+	// kept boincd's); a project's app_config.xml is in its summary.
+	Carried []string
 }
 
 // ProjectSummary is the import of one project.
@@ -55,7 +58,9 @@ type ProjectSummary struct {
 	OutputsLost []FileNote
 	// Config says how the project is kept attached in boincd.toml.
 	Config string
-	Notes  []string
+	// Carried says what became of the project's app_config.xml.
+	Carried []string
+	Notes   []string
 }
 
 // TaskNote is a task with a reason.
@@ -130,9 +135,15 @@ func (s *Summary) WriteText(w io.Writer) error {
 		if p.Config != "" {
 			fmt.Fprintf(&b, "  config: %s\n", p.Config)
 		}
+		for _, c := range p.Carried {
+			fmt.Fprintf(&b, "  %s\n", c)
+		}
 		for _, n := range p.Notes {
 			fmt.Fprintf(&b, "  note: %s\n", n)
 		}
+	}
+	for _, c := range s.Carried {
+		fmt.Fprintf(&b, "\n%s\n", c)
 	}
 	for _, u := range s.Skipped {
 		fmt.Fprintf(&b, "\nskipped %s: it has no account file (the BOINC client treats it as detached)\n", u)
