@@ -33,6 +33,12 @@ type Project struct {
 	// project, so a reload re-applies settings only when the entry
 	// changed and does not undo what the volunteer set over GUI RPC.
 	ConfigDigest string `json:"config_digest,omitempty"`
+	// AMShare: ResourceShare is the account manager's host-specific
+	// share; when the AM stops sending one it goes back to the default.
+	AMShare bool `json:"am_share,omitempty"`
+	// AMNoRsc are the processor types the account manager said not to
+	// ask this project for work for (no_rsc).
+	AMNoRsc []string `json:"am_no_rsc,omitempty"`
 
 	SchedulerURLs      []string `json:"scheduler_urls,omitempty"`
 	MasterFetchPending bool     `json:"master_fetch_pending,omitempty"`

@@ -79,6 +79,8 @@ type Config struct {
 	Log      Log       `toml:"log"`
 	Prefs    Prefs     `toml:"prefs"`
 	Projects []Project `toml:"project"`
+	// AccountManager is [account_manager] (acctmgr.go).
+	AccountManager AccountManager `toml:"account_manager"`
 }
 
 // GPUExclude names a GPU (UUID "GPU-…" or NVML index) to leave alone,
@@ -235,6 +237,9 @@ func (c *Config) where(line int) string {
 }
 
 func (c *Config) validate() error {
+	if err := c.validateAccountManager(); err != nil {
+		return err
+	}
 	seen := map[string]int{}
 	for i := range c.Projects {
 		p := &c.Projects[i]
@@ -427,6 +432,9 @@ func (c *Config) lineOf(key string) int {
 
 // finish reads authenticator files (relative to the config's directory).
 func (c *Config) finish(dir string) error {
+	if err := c.finishAccountManager(dir); err != nil {
+		return err
+	}
 	for i := range c.Projects {
 		p := &c.Projects[i]
 		if p.AuthenticatorFile == "" {
@@ -510,6 +518,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		p := Project{URL: u, Authenticator: getenv("BOINCD_PROJECT_AUTHENTICATOR"), AuthenticatorFile: getenv("BOINCD_PROJECT_AUTHENTICATOR_FILE")}
 		c.Projects = append(c.Projects, p)
 	}
+	c.accountManagerEnv(getenv)
 	saved := c.Path
 	c.Path = "environment"
 	defer func() { c.Path = saved }()

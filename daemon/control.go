@@ -165,6 +165,10 @@ func (d *Daemon) projectOp(url, op string, now time.Time) error {
 	case "reset":
 		d.resetProject(p, now)
 	case "detach":
+		if p.Origin == originAcctMgr {
+			log.Info("This project must be detached using the account manager web site.")
+			return guirpc.ErrMustDetachViaAM
+		}
 		d.noteRPCDetach(p)
 		d.removeProject(p)
 		return nil

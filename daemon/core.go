@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -242,7 +243,7 @@ func (d *Daemon) buildCore(now time.Time) {
 			// wait on them.
 			MaxConcurrent: d.projectLimit(p.MasterURL),
 		}
-		for _, name := range p.NoRscApps {
+		for _, name := range slices.Concat(p.NoRscApps, p.AMNoRsc) {
 			if r, ok := workfetch.RscByName(name); ok {
 				wp.NoRsc[r] = true
 			}

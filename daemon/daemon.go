@@ -156,6 +156,7 @@ type Daemon struct {
 	logFlags    *logflags.Handler // cc_config.xml's <log_flags>
 	hostProbing bool              // reset_host_info in progress
 
+	am    acctMgrState // account manager membership (acctmgr.go)
 	st    *clientState
 	host  boinc.Host
 	prefs boinc.Prefs
@@ -314,6 +315,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	decodeMeta(snap.Meta, modesMetaKey, &d.modes)
 	decodeMeta(snap.Meta, NetStatsMetaKey, &d.netStats)
 	d.loadStats(snap.Meta)
+	d.loadAcctMgr(snap.Meta)
 	for k, v := range snap.Meta {
 		if url, ok := strings.CutPrefix(k, "rpc_detached:"); ok {
 			var digest string
@@ -449,6 +451,7 @@ func (d *Daemon) step(now time.Time) {
 	d.startTransfers(now)
 	d.schedule(now)
 	d.maybeRPC(now)
+	d.maybeAcctMgrRPC(now)
 	d.pollFeeds(now)
 	d.flush()
 }

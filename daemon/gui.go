@@ -138,6 +138,8 @@ func (d *Daemon) doAction(a guirpc.Action, now time.Time) error {
 			*a.Out = d.webRPCStatus(a.Kind)
 		}
 		return nil
+	case guirpc.AcctMgrRPC, guirpc.AcctMgrPoll, guirpc.AcctMgrInfo:
+		return d.acctMgrAction(a, now)
 	case guirpc.TransferOp:
 		return d.transferOp(a.URL, a.File, a.Op, now)
 	case guirpc.SetPrefsOverride:
@@ -299,6 +301,7 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 			DiskUsage:              dirSize(d.projectDir(p.MasterURL)),
 			SchedulerRPCInProgress: d.rpc != nil && d.rpc.project == p.MasterURL,
 			DetachWhenDone:         p.DetachWhenDone,
+			AttachedViaAcctMgr:     p.Origin == originAcctMgr,
 			ProjectDir:             d.projectDir(p.MasterURL),
 			SchedPriority:          prio[i],
 			Statistics:             d.guiStatistics(p.MasterURL),

@@ -231,7 +231,7 @@ func (d *Daemon) pollFeeds(now time.Time) {
 		return
 	}
 	due := d.nt.store.DueFeeds(now)
-	if len(due) == 0 || d.st.projects[due[0].ProjectURL] == nil {
+	if len(due) == 0 || d.st.projects[due[0].ProjectURL] == nil && due[0].ProjectURL != d.am.info.URL {
 		return
 	}
 	ref := due[0]
@@ -257,7 +257,11 @@ func (d *Daemon) handleFeedFetched(ev feedFetched, now time.Time) {
 	d.nt.fetching = false
 	p := d.st.projects[ev.ref.ProjectURL]
 	if p == nil {
-		return
+		if ev.ref.ProjectURL == "" || ev.ref.ProjectURL != d.am.info.URL {
+			return
+		}
+		// The account manager's own feed (its <rss_feeds>).
+		p = &boinc.Project{MasterURL: d.am.info.URL, ProjectName: d.am.info.Name}
 	}
 	log := d.projectLog(p).With(slog.String("feed", redactFeedURL(ev.ref.URL)))
 	if ev.err != nil {

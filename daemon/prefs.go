@@ -25,6 +25,8 @@ const PrefsOverrideFile = "global_prefs_override.xml"
 // project's web preferences).
 func (d *Daemon) effectivePrefs() boinc.Prefs {
 	p := d.cfg.BoincPrefs()
+	// An account manager's preferences are the web preferences.
+	d.acctMgrPrefs(&p)
 	raw, err := os.ReadFile(filepath.Join(d.opt.DataDir, PrefsOverrideFile))
 	if err != nil {
 		if !errors.Is(err, os.ErrNotExist) {
@@ -34,7 +36,9 @@ func (d *Daemon) effectivePrefs() boinc.Prefs {
 	}
 	if err := applyPrefsXML(&p, raw); err != nil {
 		d.log.Error("preferences override ignored", slog.String("file", PrefsOverrideFile), slog.Any("err", err))
-		return d.cfg.BoincPrefs()
+		p = d.cfg.BoincPrefs()
+		d.acctMgrPrefs(&p)
+		return p
 	}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -98,10 +99,18 @@ func (d *Daemon) reconcile(cfg *config.Config, now time.Time) {
 		d.batch.PutProject(p)
 	}
 	for _, p := range d.st.sortedProjects() {
-		if _, ok := want[p.MasterURL]; !ok && !p.DetachPending && p.Origin != originGUIRPC {
+		if _, ok := want[p.MasterURL]; !ok && !p.DetachPending && p.Origin != originGUIRPC && p.Origin != originAcctMgr {
+			if d.am.info.URL != "" && slices.Contains(d.am.info.Listed, p.MasterURL) {
+				// The account manager wants it too: it manages it now.
+				p.Origin, p.ConfigDigest = originAcctMgr, ""
+				d.batch.PutProject(p)
+				d.projectLog(p).Info("project left boincd.toml; the account manager, which lists it, manages it now")
+				continue
+			}
 			d.startDetach(p, now)
 		}
 	}
+	d.reconcileAcctMgr(cfg, now)
 	d.fetchSoon(now)
 }
 
@@ -168,11 +177,17 @@ func configDigest(cp config.Project) string {
 // finished ones are uploaded and reported first, unless the config says to
 // drop them, in which case the project goes at once.
 func (d *Daemon) startDetach(p *boinc.Project, now time.Time) {
+	d.startDetachFor(p, "project removed from config", now)
+}
+
+// startDetachFor is startDetach for a reason (the config, the account
+// manager).
+func (d *Daemon) startDetachFor(p *boinc.Project, why string, now time.Time) {
 	p.DetachPending = true
 	p.NoNewTasks = true
 	d.batch.PutProject(p)
 	if d.cfg.DropResultsOnDetach {
-		d.projectLog(p).Info("project removed from config: detaching and dropping its tasks")
+		d.projectLog(p).Info(why + ": detaching and dropping its tasks")
 		d.removeProject(p)
 		return
 	}
@@ -183,7 +198,7 @@ func (d *Daemon) startDetach(p *boinc.Project, now time.Time) {
 		}
 		n++
 	}
-	d.projectLog(p).Info("project removed from config: reporting its tasks, then detaching", slog.Int("tasks", n))
+	d.projectLog(p).Info(why+": reporting its tasks, then detaching", slog.Int("tasks", n))
 }
 
 // finishDetaches removes detaching projects once nothing is left to report.
@@ -280,6 +295,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleExclusiveScanned(ev)
 	case feedFetched:
 		d.handleFeedFetched(ev, now)
+	case acctMgrDone:
+		d.handleAcctMgrDone(ev, now)
 	}
 }
 

@@ -242,29 +242,6 @@ func opNewerVersion(_ context.Context, _ *Server, _ *request, w *xw) func(contex
 	return nil
 }
 
-func opAcctMgrInfo(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
-	w.line("<acct_mgr_info>")
-	w.str("   ", "acct_mgr_url", "")
-	w.str("   ", "acct_mgr_name", "")
-	w.line("</acct_mgr_info>")
-	return nil
-}
-
-// Account managers are issue 17: until then both ops say so plainly,
-// rather than "unrecognized op", and nothing is attached.
-func opAcctMgrRPC(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
-	w.line("<error>boincd does not support account managers yet: attach projects with boinccmd --project_attach or boincd.toml</error>")
-	return nil
-}
-
-func opAcctMgrRPCPoll(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
-	w.line("<acct_mgr_rpc_reply>")
-	w.str("    ", "message", "boincd does not support account managers yet")
-	w.int("    ", "error_num", -1)
-	w.line("</acct_mgr_rpc_reply>")
-	return nil
-}
-
 func opProjectInitStatus(_ context.Context, _ *Server, _ *request, w *xw) func(context.Context) {
 	w.line("<get_project_init_status>")
 	w.str("    ", "url", "")

@@ -143,8 +143,8 @@ func TestSettingsOps(t *testing.T) {
 		{"<run_graphics_app>\n<slot>0</slot>\n</run_graphics_app>", []string{"<error>boincd runs as a headless service"}, nil},
 		{"<get_all_projects_list/>", []string{"<boinc_gui_rpc_reply>\n<projects>\n<project><name>Einstein@Home</name></project>\n</projects>\n</boinc_gui_rpc_reply>"}, nil},
 		{"<get_screensaver_tasks/>", []string{"<handle_get_screensaver_tasks>\n    <suspend_reason>0</suspend_reason>\n", "</handle_get_screensaver_tasks>"}, nil},
-		{"<acct_mgr_rpc>\n<url>http://am.example/</url>\n<name>n</name>\n<password>p</password>\n</acct_mgr_rpc>", []string{"<error>boincd does not support account managers yet"}, nil},
-		{"<acct_mgr_rpc_poll/>", []string{"<acct_mgr_rpc_reply>", "<error_num>-1</error_num>"}, nil},
+		{"<acct_mgr_rpc>\n<url>http://am.example/</url>\n<name>N</name>\n<password>p</password>\n</acct_mgr_rpc>", []string{"<success/>"},
+			AcctMgrRPC{URL: "http://am.example/", Name: "N", PasswordHash: "ded0804cf804b6d26e37953dc2dbc505"}},
 	}
 	for _, c := range cases {
 		before := len(b.done())

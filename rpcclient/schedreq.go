@@ -275,7 +275,11 @@ func (r *SchedulerRequest) writeNetStats(x *xw) {
 // writeHost writes <host_info> as HOST_INFO::write does for scheduler
 // requests: no coprocessors inside (they would go top level), and WSL
 // reported as unavailable since boincd runs natively on Linux.
-func writeHost(x *xw, h *boinc.Host) {
+func writeHost(x *xw, h *boinc.Host) { writeHostCoprocs(x, h, "") }
+
+// writeHostCoprocs is writeHost with a <coprocs> body inside <host_info>,
+// as the account manager request has it.
+func writeHostCoprocs(x *xw, h *boinc.Host, coprocs string) {
 	x.raw("<host_info>\n")
 	x.elemI("    <timezone>", int64(h.Timezone), "</timezone>\n")
 	x.elemS("    <domain_name>", h.DomainName, "</domain_name>\n")
@@ -301,6 +305,14 @@ func writeHost(x *xw, h *boinc.Host) {
 	x.raw("    <wsl_available>0</wsl_available>\n")
 	if h.ProductName != "" {
 		x.elemS("    <product_name>", h.ProductName, "</product_name>\n")
+	}
+	if coprocs != "" {
+		x.raw("    <coprocs>\n")
+		x.raw(coprocs)
+		if !strings.HasSuffix(coprocs, "\n") {
+			x.raw("\n")
+		}
+		x.raw("    </coprocs>\n")
 	}
 	x.raw("</host_info>\n")
 }
