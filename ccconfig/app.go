@@ -105,25 +105,32 @@ func parseAppLimits(file string, n *node, probs *[]Problem) (AppLimits, bool) {
 		case "fraction_done_exact":
 			a.FractionDoneExact = c.flag(file, probs)
 		case "gpu_versions":
-			a.HasGPUVersions = true
-			a.GPUUsage, a.CPUUsage = 1, 1
+			// The C++ client applies <gpu_versions> only when it gives
+			// both usages; one alone is ignored (and said so here).
+			var gpuOK, cpuOK bool
+			gpuUse, cpuUse := 0.0, 0.0
 			for _, g := range c.children {
 				switch g.name {
 				case "gpu_usage":
 					if v, ok := g.float(file, probs); ok && v > 0 {
-						a.GPUUsage = v
+						gpuUse, gpuOK = v, true
 					} else if ok {
-						*probs = append(*probs, Problem{File: file, Line: g.line, Msg: "<gpu_usage> must be above 0; 1 used"})
+						*probs = append(*probs, Problem{File: file, Line: g.line, Msg: "<gpu_usage> must be above 0"})
 					}
 				case "cpu_usage":
 					if v, ok := g.float(file, probs); ok && v >= 0 {
-						a.CPUUsage = v
+						cpuUse, cpuOK = v, true
 					} else if ok {
-						*probs = append(*probs, Problem{File: file, Line: g.line, Msg: "<cpu_usage> below 0; 1 used"})
+						*probs = append(*probs, Problem{File: file, Line: g.line, Msg: "<cpu_usage> below 0"})
 					}
 				default:
 					*probs = append(*probs, Problem{File: file, Line: g.line, Msg: fmt.Sprintf("unknown element <%s> in <gpu_versions>", g.name)})
 				}
+			}
+			if gpuOK && cpuOK {
+				a.HasGPUVersions, a.GPUUsage, a.CPUUsage = true, gpuUse, cpuUse
+			} else {
+				*probs = append(*probs, Problem{File: file, Line: c.line, Msg: "<gpu_versions> needs both <gpu_usage> and <cpu_usage>; ignored"})
 			}
 		default:
 			*probs = append(*probs, Problem{File: file, Line: c.line, Msg: fmt.Sprintf("unknown element <%s> in <app>", c.name)})

@@ -238,3 +238,14 @@ func TestManagerWrittenFile(t *testing.T) {
 		t.Errorf("log flags %v", cc.LogFlags)
 	}
 }
+
+// <gpu_versions> applies only with both usages, as in the C++ client.
+func TestGPUVersionsNeedBoth(t *testing.T) {
+	ac, probs := ParseApp("app_config.xml", []byte("<app_config>\n<app>\n<name>a</name>\n<gpu_versions>\n<gpu_usage>0.5</gpu_usage>\n</gpu_versions>\n</app>\n</app_config>\n"))
+	if len(ac.Apps) != 1 || ac.Apps[0].HasGPUVersions {
+		t.Errorf("apps %+v", ac.Apps)
+	}
+	if got := problemTexts(probs); len(got) != 1 || got[0] != "app_config.xml line 4: <gpu_versions> needs both <gpu_usage> and <cpu_usage>; ignored" {
+		t.Errorf("problems %q", got)
+	}
+}
