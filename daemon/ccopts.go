@@ -368,9 +368,13 @@ func (d *Daemon) logSettings() {
 	var b strings.Builder
 	type row struct{ name, value, source string }
 	var rows []row
+	defaults := ccconfig.DefaultOptions()
 	for _, name := range optionNames {
 		v, src := d.cc.eff.settingText(name)
-		if src == fromDefault {
+		// The Manager writes every option into the cc_config.xml it
+		// saves, at its default: only a value that changes something
+		// is worth a line.
+		if src == fromDefault || (src == fromCC && v == optionText(&defaults, name)) {
 			continue
 		}
 		rows = append(rows, row{name, v, src})
