@@ -19,7 +19,10 @@ type Config struct {
 	// Name is the <project_name>; default "boincd test project".
 	Name string
 	// Apps are the applications handed out; at least one. Jobs use them
-	// in turn (job n uses Apps[(n-1) % len(Apps)]).
+	// in turn (job n uses Apps[(n-1) % len(Apps)]) among the apps for the
+	// resources the request asks work for: CPU apps answer cpu_req_secs /
+	// cpu_req_instances, NVIDIA apps (App.NGPUs > 0) answer
+	// <coproc_cuda>'s req_secs / req_instances.
 	Apps []App
 	Job  JobTemplate
 	// TotalJobs caps the jobs handed out over the server's life; 0 means
@@ -27,8 +30,9 @@ type Config struct {
 	TotalJobs int
 	// MaxJobsPerRPC caps the jobs in one reply; default 4. Within the cap
 	// jobs are added until the requested seconds (the larger of
-	// cpu_req_secs and work_req_seconds) are covered, each job counting
-	// FpopsEst / app flops seconds.
+	// cpu_req_secs and work_req_seconds; for NVIDIA apps <coproc_cuda>'s
+	// req_secs) and instances are covered, each job counting FpopsEst /
+	// app flops seconds and AvgNCPUs (NGPUs) instances.
 	MaxJobsPerRPC int
 	// RequestDelay is sent as <request_delay> in every reply; it is the
 	// minimum time before the client's next RPC. 0 means the default of
@@ -90,6 +94,16 @@ type App struct {
 	Files      []AppFile // at least one; exactly one MainProgram (default: the first)
 	AvgNCPUs   float64   // default 1
 	Flops      float64   // default 1e9
+	// NGPUs > 0 makes the version an NVIDIA GPU version using that many
+	// GPUs per task: the reply's <app_version> carries
+	// <coproc><type>NVIDIA</type><count>NGPUs</count></coproc>, as a real
+	// scheduler writes a GPU version's host usage, and its jobs answer
+	// the request's NVIDIA work request only. The app never needs to
+	// touch a GPU: the client only schedules by it.
+	NGPUs float64
+	// PlanClass is sent as the version's and its results' <plan_class>
+	// (e.g. "cuda"); "" sends none.
+	PlanClass string
 }
 
 // AppFile is one file of an app version.
@@ -212,6 +226,14 @@ func (cfg Config) withDefaults() (Config, error) {
 		}
 		if a.Flops <= 0 {
 			a.Flops = defaultFlops
+		}
+		if a.NGPUs < 0 {
+			return cfg, fmt.Errorf("testproject config: app %q NGPUs %g < 0", a.Name, a.NGPUs)
+		}
+		if a.PlanClass != "" {
+			if err := boinc.ValidateFileName(a.PlanClass, false); err != nil {
+				return cfg, fmt.Errorf("testproject config: app %q plan class: %w", a.Name, err)
+			}
 		}
 		if len(a.Files) == 0 {
 			return cfg, fmt.Errorf("testproject config: app %q has no files", a.Name)

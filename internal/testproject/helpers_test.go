@@ -77,6 +77,8 @@ type reqOpts struct {
 	hostID      int64
 	reqSecs     float64
 	reqInst     float64 // cpu_req_instances
+	cudaSecs    float64 // <coproc_cuda><req_secs>; with cudaInst, written only when either is set
+	cudaInst    float64 // <coproc_cuda><req_instances>
 	dontSend    bool
 	codeSignKey string
 	reports     []reportOpts
@@ -107,6 +109,10 @@ func makeRequest(o reqOpts) []byte {
 	fmt.Fprintf(&b, "    <dont_send_work>%d</dont_send_work>\n", dont)
 	fmt.Fprintf(&b, "    <work_req_seconds>%f</work_req_seconds>\n    <cpu_req_secs>%f</cpu_req_secs>\n    <cpu_req_instances>%f</cpu_req_instances>\n", o.reqSecs, o.reqSecs, o.reqInst)
 	b.WriteString("    <platform_name>x86_64-pc-linux-gnu</platform_name>\n")
+	if o.cudaSecs != 0 || o.cudaInst != 0 {
+		// The shape the daemon writes (coproc.WriteCoprocCUDA), abridged.
+		fmt.Fprintf(&b, "<coprocs>\n<coproc_cuda>\n   <count>1</count>\n   <name>NVIDIA A100</name>\n   <have_cuda>1</have_cuda>\n   <req_secs>%f</req_secs>\n   <req_instances>%f</req_instances>\n   <estimated_delay>0.000000</estimated_delay>\n</coproc_cuda>\n</coprocs>\n", o.cudaSecs, o.cudaInst)
+	}
 	if o.codeSignKey != "" {
 		fmt.Fprintf(&b, "    <code_sign_key>\n%s</code_sign_key>\n", o.codeSignKey)
 	}

@@ -138,11 +138,22 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 		b.linef("    <app_name>%s</app_name>", xmlEscape(app.Name))
 		b.linef("    <version_num>%d</version_num>", app.VersionNum)
 		b.linef("    <platform>%s</platform>", xmlEscape(j.Platform))
+		if app.PlanClass != "" {
+			b.linef("    <plan_class>%s</plan_class>", xmlEscape(app.PlanClass))
+		}
 		if app.APIVersion != "" {
 			b.linef("    <api_version>%s</api_version>", xmlEscape(app.APIVersion))
 		}
 		b.linef("    <avg_ncpus>%f</avg_ncpus>", app.AvgNCPUs)
 		b.linef("    <flops>%f</flops>", app.Flops)
+		if app.NGPUs > 0 {
+			// The host usage a real scheduler adds to a GPU version
+			// (sched_send.cpp: <coproc> with the proc type's XML name).
+			b.line("    <coproc>")
+			b.line("        <type>NVIDIA</type>")
+			b.linef("        <count>%f</count>", app.NGPUs)
+			b.line("    </coproc>")
+		}
 		for _, f := range app.files {
 			b.line("    <file_ref>")
 			b.linef("        <file_name>%s</file_name>", xmlEscape(f.Name))
@@ -197,6 +208,9 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 	b.linef("    <report_deadline>%d</report_deadline>", j.Deadline.Unix())
 	b.linef("    <platform>%s</platform>", xmlEscape(j.Platform))
 	b.linef("    <version_num>%d</version_num>", app.VersionNum)
+	if app.PlanClass != "" {
+		b.linef("    <plan_class>%s</plan_class>", xmlEscape(app.PlanClass))
+	}
 	for _, o := range j.OutputFiles {
 		b.line("    <file_ref>")
 		b.linef("        <file_name>%s</file_name>", xmlEscape(o))

@@ -34,6 +34,12 @@ type schedRequest struct {
 	OtherResults    []struct {
 		Name string `xml:"name"`
 	} `xml:"other_results>other_result"`
+	// CUDA is the NVIDIA work request: the client writes it inside the
+	// <coproc_cuda> that describes its GPUs (PROTOCOLS.md §8).
+	CUDA struct {
+		ReqSecs      float64 `xml:"req_secs"`
+		ReqInstances float64 `xml:"req_instances"`
+	} `xml:"coprocs>coproc_cuda"`
 }
 
 // reportResult is one reported <result> (PROTOCOLS.md §1.4).
@@ -255,25 +261,37 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 
 	// New work.
 	// As a real scheduler (sched_types.h need_proc_type): jobs are sent
-	// while either the seconds or the idle instances asked for are not
-	// covered.
-	reqSecs := max(req.CPUReqSecs, req.WorkReqSeconds)
-	reqInst := req.CPUReqInstances
+	// while, for a resource with apps, either the seconds or the idle
+	// instances asked for are not covered.
+	cpu := &workNeed{secs: max(req.CPUReqSecs, req.WorkReqSeconds), inst: req.CPUReqInstances}
+	gpu := &workNeed{secs: req.CUDA.ReqSecs, inst: req.CUDA.ReqInstances}
+	needFor := func(a *appState) *workNeed {
+		if a.NGPUs > 0 {
+			return gpu
+		}
+		return cpu
+	}
 	var jobs []*Job
-	if !bool(req.DontSendWork) && (reqSecs > 0 || reqInst > 0) {
-		covered := 0.0
-		for len(jobs) < s.cfg.MaxJobsPerRPC && (covered < reqSecs || reqInst > 0) {
-			if s.cfg.TotalJobs > 0 && s.nextJob >= s.cfg.TotalJobs {
-				break
-			}
-			j, app := s.newJobLocked(hostID, req.PlatformName, base, now)
-			jobs = append(jobs, j)
-			covered += s.cfg.Job.FpopsEst / app.Flops
-			reqInst -= app.AvgNCPUs
+	for !bool(req.DontSendWork) && len(jobs) < s.cfg.MaxJobsPerRPC {
+		if s.cfg.TotalJobs > 0 && s.nextJob >= s.cfg.TotalJobs {
+			break
+		}
+		app := s.nextAppLocked(func(a *appState) bool { return needFor(a).open() })
+		if app == nil {
+			break
+		}
+		jobs = append(jobs, s.newJobLocked(hostID, req.PlatformName, base, now, app))
+		n := needFor(app)
+		n.covered += s.cfg.Job.FpopsEst / app.Flops
+		if app.NGPUs > 0 {
+			n.inst -= app.NGPUs
+		} else {
+			n.inst -= app.AvgNCPUs
 		}
 	}
 	log.Info("testproject: scheduler RPC",
 		"work_req_seconds", req.WorkReqSeconds, "cpu_req_secs", req.CPUReqSecs,
+		"cuda_req_secs", req.CUDA.ReqSecs, "cuda_req_instances", req.CUDA.ReqInstances,
 		"reported", len(req.Results), "sent", len(jobs))
 
 	rb.header(s, base, hostID, s.hosts[hostID])
@@ -385,11 +403,32 @@ func (s *Server) checkLostJobsLocked(hostID int64, req *schedRequest, log interf
 	}
 }
 
-// newJobLocked creates job number s.nextJob+1 for hostID.
-func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.Time) (*Job, *appState) {
+// workNeed is what a request still asks of one resource.
+type workNeed struct {
+	secs, covered float64 // seconds asked for, and covered by the jobs so far
+	inst          float64 // idle instances not yet given a job
+}
+
+// open reports whether the jobs so far leave the request unanswered.
+func (n *workNeed) open() bool { return n.covered < n.secs || n.inst > 0 }
+
+// nextAppLocked is the next app in turn that wanted accepts, or nil. With
+// every app accepted, job n uses apps[(n-1) % len(apps)].
+func (s *Server) nextAppLocked(wanted func(*appState) bool) *appState {
+	for k := range s.apps {
+		i := (s.nextApp + k) % len(s.apps)
+		if wanted(s.apps[i]) {
+			s.nextApp = (i + 1) % len(s.apps)
+			return s.apps[i]
+		}
+	}
+	return nil
+}
+
+// newJobLocked creates job number s.nextJob+1 of app for hostID.
+func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.Time, app *appState) *Job {
 	s.nextJob++
 	n := s.nextJob
-	app := s.apps[(n-1)%len(s.apps)]
 	seed := JobSeed(n)
 	wu := fmt.Sprintf("%s_wu_%s_%d", app.Name, s.prefix, n)
 	res := wu + "_0"
@@ -433,7 +472,7 @@ func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.T
 	}
 	s.jobs[res] = j
 	s.stats.Sent = append(s.stats.Sent, res)
-	return j, app
+	return j
 }
 
 // platformFor is the platform a version is announced for in a reply to a

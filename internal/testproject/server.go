@@ -108,6 +108,7 @@ type Server struct {
 	closed      bool
 	faults      Faults
 	nextJob     int
+	nextApp     int // index into apps of the next app in turn
 	nextHost    int64
 	hosts       map[int64]time.Time // host id → creation time
 	jobs        map[string]*Job     // result name → job

@@ -400,6 +400,8 @@ func TestConfigValidation(t *testing.T) {
 		{"duplicate app", Config{Apps: []App{good, good}}},
 		{"bound below estimate", Config{Apps: []App{good}, Job: JobTemplate{FpopsEst: 10, FpopsBound: 1}}},
 		{"hostile open name", Config{Apps: []App{good}, Job: JobTemplate{InputOpenName: "../in"}}},
+		{"negative GPU usage", Config{Apps: []App{func() App { a := good; a.NGPUs = -1; return a }()}}},
+		{"hostile plan class", Config{Apps: []App{func() App { a := good; a.PlanClass = "<cuda>/.."; return a }()}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
