@@ -54,6 +54,12 @@ type Options struct {
 
 	ExitWhenIdle bool
 	NoGPUs       bool
+	// NVML, when set, is probed for NVIDIA GPUs instead of the system's
+	// libnvidia-ml (coproc.DefaultNVML): tests and tools hand a running
+	// daemon a mock GPU (go-nvml's pkg/nvml/mock) this way. In builds
+	// without NVML (no cgo, not Linux) coproc.NVML only explains why there
+	// is none, so a mock cannot be given there.
+	NVML coproc.NVML
 
 	PollInterval      time.Duration // task/transfer poll, default 1 s
 	WorkFetchInterval time.Duration // periodic work-fetch check, default 60 s

@@ -42,7 +42,11 @@ func (d *Daemon) maybeProbeGPUs(now time.Time) {
 		return
 	}
 	if g.prober == nil {
-		g.prober = coproc.NewProber(coproc.DefaultNVML(), d.log.With(slog.String("component", "gpu")), 0)
+		lib := d.opt.NVML
+		if lib == nil {
+			lib = coproc.DefaultNVML()
+		}
+		g.prober = coproc.NewProber(lib, d.log.With(slog.String("component", "gpu")), 0)
 	}
 	g.busy, g.next = true, now.Add(gpuReprobePeriod)
 	d.wg.Add(1)
