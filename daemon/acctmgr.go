@@ -477,7 +477,9 @@ func (d *Daemon) handleAcctMgrDone(ev acctMgrDone, now time.Time) {
 	}
 	key, err := acctMgrSigningKey(creds.SigningKey, rep.SigningKey)
 	if err != nil {
-		log.Error(err.Error())
+		// The C++ client's words start with a capital.
+		msg := err.Error()
+		log.Error(strings.ToUpper(msg[:1]) + msg[1:])
 		fail(errNumBadKey, err.Error())
 		return
 	}
@@ -506,6 +508,9 @@ func (d *Daemon) handleAcctMgrDone(ev acctMgrDone, now time.Time) {
 		repeat = max(time.Duration(rep.RepeatSec*float64(time.Second)), acctMgrMinRepeat)
 	}
 	info.Failures, info.NextRPCTime = 0, now.Add(repeat)
+	// As the C++ client: the next request names this host's CPID as
+	// the previous one, so the AM can follow a host whose CPID changes.
+	info.PreviousHostCPID = d.reportedHost().HostCPID
 	if rep.GlobalPrefs != "" {
 		var probe boinc.Prefs
 		if err := applyPrefsXML(&probe, []byte(rep.GlobalPrefs)); err != nil {
@@ -559,9 +564,9 @@ func cmpOr(a, b string) string {
 func acctMgrSigningKey(stored, sent string) (string, error) {
 	switch {
 	case stored == "" && sent == "":
-		return "", errors.New("No signing key from account manager")
+		return "", errors.New("no signing key from account manager")
 	case stored != "" && sent != "" && !sameKey(stored, sent):
-		return "", errors.New("Inconsistent signing key from account manager: it differs from the one it sent when the host joined; nothing of the reply applied")
+		return "", errors.New("inconsistent signing key from account manager: it differs from the one it sent when the host joined; nothing of the reply applied")
 	case stored != "":
 		return stored, nil
 	}

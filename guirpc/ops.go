@@ -123,6 +123,13 @@ func readOp(fn func(s *Server, st *State, req *request, w *xw)) opFunc {
 func do(ctx context.Context, s *Server, req *request, w *xw, a Action) {
 	if err := s.cfg.Backend.Do(ctx, a); err != nil {
 		s.log.Info("GUI RPC op failed", slog.String("op", req.op), slog.Any("err", err))
+		if errors.Is(err, ErrMustDetachViaAM) {
+			// The C++ client writes this one without a newline, and
+			// boinccmd then reports "Operation failed: Error -1": the
+			// same bytes give the same output.
+			w.WriteString("<error>" + ErrMustDetachViaAM.Error() + "</error>")
+			return
+		}
 		w.str("", "error", errorText(err))
 		return
 	}

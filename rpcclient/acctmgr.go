@@ -125,7 +125,7 @@ func (r *AcctMgrRequest) write(x *xw) {
 			x.raw("\n")
 		}
 	}
-	writeHostCoprocs(x, &r.Host, r.CoprocsXML)
+	writeHostCoprocs(x, &r.Host, true, r.CoprocsXML)
 	if r.Opaque != "" {
 		x.raw("   <opaque>\n")
 		x.raw(r.Opaque)

@@ -275,11 +275,12 @@ func (r *SchedulerRequest) writeNetStats(x *xw) {
 // writeHost writes <host_info> as HOST_INFO::write does for scheduler
 // requests: no coprocessors inside (they would go top level), and WSL
 // reported as unavailable since boincd runs natively on Linux.
-func writeHost(x *xw, h *boinc.Host) { writeHostCoprocs(x, h, "") }
+func writeHost(x *xw, h *boinc.Host) { writeHostCoprocs(x, h, false, "") }
 
-// writeHostCoprocs is writeHost with a <coprocs> body inside <host_info>,
-// as the account manager request has it.
-func writeHostCoprocs(x *xw, h *boinc.Host, coprocs string) {
+// writeHostCoprocs is writeHost with, when withCoprocs, a <coprocs>
+// element inside <host_info> (empty without GPUs), as the account manager
+// request has it.
+func writeHostCoprocs(x *xw, h *boinc.Host, withCoprocs bool, coprocs string) {
 	x.raw("<host_info>\n")
 	x.elemI("    <timezone>", int64(h.Timezone), "</timezone>\n")
 	x.elemS("    <domain_name>", h.DomainName, "</domain_name>\n")
@@ -306,10 +307,10 @@ func writeHostCoprocs(x *xw, h *boinc.Host, coprocs string) {
 	if h.ProductName != "" {
 		x.elemS("    <product_name>", h.ProductName, "</product_name>\n")
 	}
-	if coprocs != "" {
+	if withCoprocs {
 		x.raw("    <coprocs>\n")
 		x.raw(coprocs)
-		if !strings.HasSuffix(coprocs, "\n") {
+		if coprocs != "" && !strings.HasSuffix(coprocs, "\n") {
 			x.raw("\n")
 		}
 		x.raw("    </coprocs>\n")
