@@ -39,7 +39,7 @@ func (c *Config) validateAccountManager() error {
 	if a.URL == "" && a.User == "" && a.PasswordFile == "" && a.AuthenticatorFile == "" && a.password == "" {
 		return nil
 	}
-	where := c.where(lineOfTableKey(c.raw, "account_manager", "url"))
+	where := c.where(c.accountManagerLine("url"))
 	if a.URL == "" {
 		return fmt.Errorf("%s: [account_manager] needs url", where)
 	}
@@ -73,11 +73,11 @@ func (c *Config) finishAccountManager(dir string) error {
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
-			return "", fmt.Errorf("%s: [account_manager] %s: %w", c.where(lineOfTableKey(c.raw, "account_manager", key)), key, err)
+			return "", fmt.Errorf("%s: [account_manager] %s: %w", c.where(c.accountManagerLine(key)), key, err)
 		}
 		v := strings.TrimRight(string(b), "\r\n")
 		if v == "" {
-			return "", fmt.Errorf("%s: [account_manager] %s %s is empty", c.where(lineOfTableKey(c.raw, "account_manager", key)), key, path)
+			return "", fmt.Errorf("%s: [account_manager] %s %s is empty", c.where(c.accountManagerLine(key)), key, path)
 		}
 		return v, nil
 	}
@@ -89,7 +89,7 @@ func (c *Config) finishAccountManager(dir string) error {
 		}
 		key = strings.TrimSpace(key)
 		if strings.ContainsAny(key, " \t\n<>&") {
-			return fmt.Errorf("%s: [account_manager] authenticator_file %s does not hold one account key", c.where(lineOfTableKey(c.raw, "account_manager", "authenticator_file")), a.AuthenticatorFile)
+			return fmt.Errorf("%s: [account_manager] authenticator_file %s does not hold one account key", c.where(c.accountManagerLine("authenticator_file")), a.AuthenticatorFile)
 		}
 		a.Authenticator = key
 	case a.PasswordFile != "":
@@ -103,6 +103,20 @@ func (c *Config) finishAccountManager(dir string) error {
 		a.password = ""
 	}
 	return nil
+}
+
+// accountManagerLine is the line of key in [account_manager], else of
+// the table's header (0 when the file has neither).
+func (c *Config) accountManagerLine(key string) int {
+	if n := lineOfTableKey(c.raw, "account_manager", key); n > 0 {
+		return n
+	}
+	for i, line := range strings.Split(string(c.raw), "\n") {
+		if strings.ReplaceAll(strings.TrimSpace(line), " ", "") == "[account_manager]" {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // acctMgrHash is guirpc.AcctMgrPasswordHash (config does not import
