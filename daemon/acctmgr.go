@@ -94,6 +94,36 @@ type acctMgrInfo struct {
 	Listed []string `json:"listed,omitempty"`
 }
 
+// AcctMgrMetaKey is the state record of the account manager membership.
+const AcctMgrMetaKey = acctMgrMetaKey
+
+// ImportedAcctMgr is an account manager membership the C++ client kept
+// (acct_mgr_url.xml, acct_mgr_login.xml), for boincd import.
+type ImportedAcctMgr struct {
+	URL, Name, SigningKey                  string
+	SendGUIRPCInfo                         bool
+	LoginName, PasswordHash, Authenticator string
+	PreviousHostCPID, Opaque               string
+	NextRPCTime                            time.Time
+	NoProjectNotices, Dynamic              bool
+	UserName, TeamName                     string
+}
+
+// AcctMgrRecord is the AcctMgrMetaKey record of an imported membership:
+// the host stays in the AM, projects marked attached via it are its.
+func AcctMgrRecord(a ImportedAcctMgr) any {
+	return &acctMgrInfo{
+		URL: a.URL, Name: a.Name, SigningKey: a.SigningKey, SendGUIRPCInfo: a.SendGUIRPCInfo,
+		LoginName: a.LoginName, PasswordHash: a.PasswordHash, Authenticator: a.Authenticator,
+		PreviousHostCPID: a.PreviousHostCPID, Opaque: a.Opaque, NextRPCTime: a.NextRPCTime,
+		NoProjectNotices: a.NoProjectNotices, Dynamic: a.Dynamic, UserName: a.UserName, TeamName: a.TeamName,
+		Origin: originGUIRPC,
+	}
+}
+
+// OriginAcctMgr is the Origin of projects the account manager attached.
+const OriginAcctMgr = originAcctMgr
+
 func (a *acctMgrInfo) haveCredentials() bool { return a.LoginName != "" || a.Authenticator != "" }
 
 // acctMgrOp is the AM RPC in flight or last done; the owner's alone.

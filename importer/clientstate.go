@@ -33,6 +33,7 @@ type csProject struct {
 	recTime    float64 // Unix seconds
 	rscBackoff map[string]time.Time
 	rscIntvl   map[string]float64
+	viaAM      bool // attached_via_acct_mgr
 
 	apps     []*boinc.App
 	files    []*csFile
@@ -253,6 +254,7 @@ func parseProject(path string, n *node) (*csProject, error) {
 	p.Suspended = f.bool("suspended_via_gui")
 	p.NoNewTasks = f.bool("dont_request_more_work")
 	p.DetachWhenDone = f.bool("detach_when_done")
+	cp.viaAM = f.bool("attached_via_acct_mgr")
 	p.Ended = f.bool("ended")
 	p.NoRscApps = f.strs("no_rsc_apps")
 	p.EmailHash = f.str("email_hash")

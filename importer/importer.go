@@ -113,12 +113,17 @@ func Import(ctx context.Context, opt Options) (*Summary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
+	am, err := readAcctMgr(src)
+	if err != nil {
+		return nil, fmt.Errorf("import: %w", err)
+	}
 
 	im := &importer{
 		ctx: ctx, log: log, now: now(), src: src, dst: dst, cs: cs,
 		sum:   &Summary{BOINCDir: src, DataDir: dst, ConfigPath: cfgPath, DryRun: opt.DryRun},
 		stats: readStatistics(src, log),
 		xfers: readDailyXfers(src, log),
+		am:    am,
 	}
 	if err := im.loadTarget(); err != nil {
 		return nil, err
@@ -130,14 +135,19 @@ func Import(ctx context.Context, opt Options) (*Summary, error) {
 	}
 	var projects []*boinc.Project
 	for _, pp := range im.plans {
-		projects = append(projects, pp.p)
+		// The account manager's projects stay its own, not the config's.
+		if pp.p.Origin != daemon.OriginAcctMgr {
+			projects = append(projects, pp.p)
+		}
 	}
 	im.cfg, err = planConfig(cfgPath, projects, src, im.now)
 	if err != nil {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	for _, pp := range im.plans {
-		if im.cfg.listed[pp.p.MasterURL] {
+		if pp.p.Origin == daemon.OriginAcctMgr {
+			pp.sum.Config = "managed by the account manager " + am.URL
+		} else if im.cfg.listed[pp.p.MasterURL] {
 			pp.sum.Config = "already listed in " + cfgPath
 		} else {
 			pp.sum.Config = "added to " + cfgPath
@@ -148,6 +158,7 @@ func Import(ctx context.Context, opt Options) (*Summary, error) {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	im.planTuningFiles()
+	im.noteAcctMgr()
 	if opt.DryRun {
 		return im.summary(), nil
 	}
@@ -223,6 +234,7 @@ type importer struct {
 	// stats and xfers are the client's statistics files (stats.go).
 	stats map[string][]boinc.DailyStats
 	xfers []boinc.DailyXfer
+	am    *daemon.ImportedAcctMgr // nil outside an account manager
 	cfg   *configPlan
 
 	store     *statefile.Store
@@ -376,6 +388,9 @@ func (im *importer) newPlan(cp *csProject, a *account) *projectPlan {
 	p := pp.p
 	p.Authenticator = a.authenticator
 	p.Origin = importOrigin
+	if cp != nil && cp.viaAM && im.am != nil {
+		p.Origin = daemon.OriginAcctMgr
+	}
 	p.ConfigDigest = ""
 	if p.ProjectName == "" {
 		p.ProjectName = a.projectName
@@ -987,6 +1002,10 @@ func (im *importer) commit() error {
 	// n_bwdown do not restart from nothing.
 	if _, ok := im.snap.Meta[daemon.NetStatsMetaKey]; !ok && im.cs.net != nil {
 		b.PutMeta(daemon.NetStatsMetaKey, im.cs.net)
+	}
+	// The account manager membership, unless boincd has one already.
+	if _, ok := im.snap.Meta[daemon.AcctMgrMetaKey]; !ok && im.am != nil {
+		b.PutMeta(daemon.AcctMgrMetaKey, daemon.AcctMgrRecord(*im.am))
 	}
 	if err := im.store.Commit(&b); err != nil {
 		return err
