@@ -51,7 +51,10 @@ request, 2 usage.
                 user_total_credit, user_expavg_credit, host_total_credit, host_expavg_credit,
                 suspended, no_new_tasks, detach_when_done, ended, scheduler_rpc_in_progress,
                 sched_rpc_pending, rpc_failures, deferred_until, rsc_backoffs[{resource, until}],
-                status[] (the words shown in the STATUS column)}
+                status[] (the words shown in the STATUS column),
+                source (config: a [[project]] of boincd.toml; acct_mgr: the account
+                manager's; gui_rpc: attached with boinccmd or the Manager;
+                omitted when the config cannot be read)}
   tasks[]      {name, project, project_url, app, state, result_state, active_task_state,
                 scheduler_state, fraction_done, elapsed_secs, remaining_secs, deadline,
                 received, slot, pid, exit_status, ready_to_report, suspended_via_gui}
@@ -85,6 +88,9 @@ type statusOpts struct {
 	asJSON       bool
 	watch        time.Duration
 	loc          *time.Location
+	// configProjects are boincd.toml's [[project]] URLs (nil: unknown),
+	// which tell a project's source.
+	configProjects map[string]bool
 }
 
 func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -134,6 +140,7 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		addr = a
 	}
 	o := statusOpts{addr: client.NormalizeAddr(addr), asJSON: *asJSON, watch: time.Duration(*watch * float64(time.Second)), loc: time.Local}
+	o.configProjects = configProjectURLs(*cfgFile, *dir)
 	if passwdSet {
 		o.password, o.passwordFrom = *passwd, "--passwd"
 	} else {
@@ -396,6 +403,7 @@ func (s *statusSession) query(ctx context.Context) (*statusDoc, error) {
 	}
 	doc := buildStatus(s.opts.addr, now, cc, st, xfers, s.nf.list())
 	doc.ConfigSources = s.cfg.list()
+	setProjectSources(doc, st, s.opts.configProjects)
 	return doc, nil
 }
 
@@ -496,6 +504,7 @@ type projectDoc struct {
 	DeferredUntil          time.Time    `json:"deferred_until,omitzero"`
 	RscBackoffs            []backoffDoc `json:"rsc_backoffs"`
 	Status                 []string     `json:"status"`
+	Source                 string       `json:"source,omitempty"`
 }
 
 type taskDoc struct {
@@ -901,13 +910,13 @@ func renderStatus(w io.Writer, d *statusDoc, loc *time.Location) error {
 		fmt.Fprintln(bw, "  none attached")
 	} else {
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NAME\tURL\tTASKS\tCREDIT user/host (avg)\tSTATUS")
+		fmt.Fprintln(tw, "  NAME\tURL\tSOURCE\tTASKS\tCREDIT user/host (avg)\tSTATUS")
 		for _, p := range d.Projects {
 			status := strings.Join(p.Status, ", ")
 			if status == "" {
 				status = "ok"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d (%d running)\t%s/%s (%s)\t%s\n", trimTo(p.Name, 32), p.URL, p.Tasks, p.TasksRunning,
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d (%d running)\t%s/%s (%s)\t%s\n", trimTo(p.Name, 32), p.URL, sourceText(p.Source), p.Tasks, p.TasksRunning,
 				credit(p.UserTotalCredit), credit(p.HostTotalCredit), credit(p.HostExpavgCredit), status)
 		}
 		_ = tw.Flush()
