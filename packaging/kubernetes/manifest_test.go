@@ -2,6 +2,8 @@ package kubernetes
 
 import (
 	"bytes"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -180,8 +182,9 @@ type volume struct {
 				Items []keyToPath `json:"items"`
 			} `json:"configMap"`
 			Secret *struct {
-				Name  string      `json:"name"`
-				Items []keyToPath `json:"items"`
+				Name     string      `json:"name"`
+				Optional bool        `json:"optional"`
+				Items    []keyToPath `json:"items"`
 			} `json:"secret"`
 		} `json:"sources"`
 	} `json:"projected"`
@@ -334,21 +337,22 @@ func (m *manifest) secretData(name string) (map[string]string, bool) {
 func (m *manifest) materialize(v volume, dir string) error {
 	type source struct {
 		kind, name string
+		optional   bool
 		items      []keyToPath
 	}
 	var srcs []source
 	switch {
 	case v.ConfigMap != nil:
-		srcs = append(srcs, source{"configMap", v.ConfigMap.Name, v.ConfigMap.Items})
+		srcs = append(srcs, source{"configMap", v.ConfigMap.Name, false, v.ConfigMap.Items})
 	case v.Secret != nil:
-		srcs = append(srcs, source{"secret", v.Secret.SecretName, v.Secret.Items})
+		srcs = append(srcs, source{"secret", v.Secret.SecretName, false, v.Secret.Items})
 	case v.Projected != nil:
 		for _, s := range v.Projected.Sources {
 			switch {
 			case s.ConfigMap != nil:
-				srcs = append(srcs, source{"configMap", s.ConfigMap.Name, s.ConfigMap.Items})
+				srcs = append(srcs, source{"configMap", s.ConfigMap.Name, false, s.ConfigMap.Items})
 			case s.Secret != nil:
-				srcs = append(srcs, source{"secret", s.Secret.Name, s.Secret.Items})
+				srcs = append(srcs, source{"secret", s.Secret.Name, s.Secret.Optional, s.Secret.Items})
 			default:
 				return fmt.Errorf("volume %s: projected source with neither configMap nor secret", v.Name)
 			}
@@ -366,6 +370,9 @@ func (m *manifest) materialize(v volume, dir string) error {
 			data = cm.Data
 		} else {
 			d, ok := m.secretData(s.name)
+			if !ok && s.optional {
+				continue // the kubelet leaves an optional Secret's files out
+			}
 			if !ok {
 				return fmt.Errorf("volume %s: secret %q is not in the manifest", v.Name, s.name)
 			}
@@ -743,5 +750,41 @@ func TestRenderedConfig(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.what, tt.got, tt.want)
 		}
+	}
+	if cfg.AccountManager.Enabled() {
+		t.Errorf("the account manager block is active by default: %+v", cfg.AccountManager)
+	}
+
+	// Uncommented, the [account_manager] block joins the AM with the
+	// Secret's password, kept as its hash.
+	for i := range m.ConfigMaps {
+		cm := &m.ConfigMaps[i]
+		var lines []string
+		for _, l := range strings.Split(cm.Data["boincd.toml"], "\n") {
+			for _, k := range []string{"[account_manager]", "url =", "user =", "password_file ="} {
+				if rest, ok := strings.CutPrefix(l, "#"); ok && strings.HasPrefix(rest, k) {
+					l = rest
+				}
+			}
+			lines = append(lines, l)
+		}
+		cm.Data["boincd.toml"] = strings.Join(lines, "\n")
+	}
+	// The operator's Secret with the AM password.
+	var amSecret secret
+	amSecret.Metadata.Name = "boincd-account-manager"
+	amSecret.StringData = map[string]string{"am_password": "s3cret"}
+	m.Secrets = append(m.Secrets, amSecret)
+	dir = t.TempDir()
+	if err := m.materialize(v, dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err = config.Load(filepath.Join(dir, path.Base(cfgPath)), false, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("boincd would refuse the config with [account_manager] uncommented: %v", err)
+	}
+	sum := md5.Sum([]byte("s3cret" + strings.ToLower(cfg.AccountManager.User)))
+	if am := cfg.AccountManager; am.URL != "https://bam.boincstats.com/" || am.PasswordHash != hex.EncodeToString(sum[:]) {
+		t.Errorf("account manager %+v", am)
 	}
 }

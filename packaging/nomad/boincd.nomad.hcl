@@ -4,6 +4,12 @@
 # and max_kill_timeout) and for storing the account key.
 #
 #   nomad var put nomad/jobs/boincd account_key=YOUR_ACCOUNT_KEY
+#
+# To have every node follow an account manager (BAM!, Science United, a
+# BoincHub) too, put its URL, user and password in the same variable:
+#
+#   nomad var put nomad/jobs/boincd account_key=KEY \
+#     am_url=https://bam.boincstats.com/ am_user=NAME am_password=PASSWORD
 #   nomad job run boincd.nomad.hcl
 
 job "boincd" {
@@ -105,6 +111,14 @@ job "boincd" {
           url = "https://einsteinathome.org/"
           authenticator_file = "account_key"
           resource_share = 100
+          {{ with nomadVar "nomad/jobs/boincd" }}{{ if index . "am_url" }}
+          # The account manager named in the Nomad Variable: the node
+          # joins it and attaches the projects chosen on its web site.
+          [account_manager]
+          url = "{{ index . "am_url" }}"
+          user = "{{ index . "am_user" }}"
+          password_file = "am_password"
+          {{ end }}{{ end }}
         EOT
       }
 
@@ -117,6 +131,18 @@ job "boincd" {
         change_mode   = "signal"
         change_signal = "SIGHUP"
         data          = "{{ with nomadVar \"nomad/jobs/boincd\" }}{{ .account_key }}{{ end }}"
+      }
+
+      # The account manager password (empty without one); boincd keeps
+      # only its hash.
+      template {
+        destination   = "secrets/am_password"
+        uid           = 10001
+        gid           = 10001
+        perms         = "0400"
+        change_mode   = "signal"
+        change_signal = "SIGHUP"
+        data          = "{{ with nomadVar \"nomad/jobs/boincd\" }}{{ index . \"am_password\" }}{{ end }}"
       }
 
       resources {

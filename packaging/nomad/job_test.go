@@ -612,6 +612,7 @@ func TestRenderedConfig(t *testing.T) {
 	}{
 		{"project URL", cfg.Projects[0].URL, "https://einsteinathome.org/"},
 		{"account key from the Nomad Variable", cfg.Projects[0].Authenticator, testKey},
+		{"no account manager without am_url", cfg.AccountManager.Enabled(), false},
 		{"log format", cfg.Log.Format, "json"},
 		{"GUI RPC stays on loopback", cfg.GUIRPC.Address, "127.0.0.1:31416"},
 		{"data_dir unset (the image passes --dir, so it would be ignored)", cfg.DataDir, ""},
@@ -620,6 +621,35 @@ func TestRenderedConfig(t *testing.T) {
 		if tt.got != tt.want {
 			t.Errorf("%s = %v, want %v", tt.what, tt.got, tt.want)
 		}
+	}
+}
+
+// TestRenderedAccountManager: with am_url, am_user and am_password in the
+// Nomad Variable, every node joins the account manager, the password
+// hashed as the C++ client keeps it.
+func TestRenderedAccountManager(t *testing.T) {
+	_, tk := loadJob(t)
+	cfgArg, err := configArg(tk.Config.Args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := containerToTask(cfgArg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskDir := t.TempDir()
+	vars := map[string]map[string]string{varPath: {"account_key": testKey, "am_url": "https://bam.example/", "am_user": "Alice", "am_password": "pw"}}
+	if err := renderTemplates(tk, taskDir, vars); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(filepath.Join(taskDir, filepath.FromSlash(rel)), false, func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("boincd would refuse this config: %v", err)
+	}
+	am := cfg.AccountManager
+	// MD5("pw" + "alice")
+	if am.URL != "https://bam.example/" || am.User != "Alice" || am.PasswordHash != "aa7bb6fc2700e717ae61ec5c1567469c" {
+		t.Errorf("account manager %+v", am)
 	}
 }
 
