@@ -80,6 +80,8 @@ type acctMgrInfo struct {
 	Failures         int       `json:"failures,omitempty"`
 	NoProjectNotices bool      `json:"no_project_notices,omitempty"`
 	Dynamic          bool      `json:"dynamic,omitempty"`
+	SendTasksActive  bool      `json:"send_tasks_active,omitempty"`
+	SendTasksAll     bool      `json:"send_tasks_all,omitempty"`
 	UserName         string    `json:"user_name,omitempty"`
 	TeamName         string    `json:"team_name,omitempty"`
 	// GlobalPrefs is the AM's <global_preferences>; HostVenue picks one
@@ -277,6 +279,8 @@ func (d *Daemon) reconcileAcctMgr(cfg *config.Config, now time.Time) {
 	digest := acctMgrConfigDigest(canon, c)
 	if info.URL == canon {
 		if info.ConfigDigest != digest {
+			// A sync in flight carries the old login: the next one the new.
+			d.cancelAcctMgrRPC()
 			info.LoginName, info.PasswordHash, info.Authenticator = c.User, c.PasswordHash, c.Authenticator
 			info.Origin, info.ConfigDigest = originConfig, digest
 			info.NextRPCTime = now
@@ -409,6 +413,9 @@ func (d *Daemon) buildAcctMgrRequest(creds acctMgrInfo, now time.Time) *rpcclien
 		}
 		req.Projects = append(req.Projects, ap)
 	}
+	if creds.SendTasksActive || creds.SendTasksAll {
+		req.ResultsXML = guirpc.ResultsXML(d.guiState(now), !creds.SendTasksAll)
+	}
 	start := float64(d.startTime.UnixNano()) / 1e9
 	up := now.Sub(d.startTime).Seconds()
 	req.TimeStats = rpcclient.TimeStats{
@@ -533,6 +540,7 @@ func (d *Daemon) handleAcctMgrDone(ev acctMgrDone, now time.Time) {
 		info.TeamName = rep.TeamName
 	}
 	info.Dynamic, info.SendGUIRPCInfo, info.NoProjectNotices = rep.Dynamic, rep.SendGUIRPC, rep.NoProjectNotices
+	info.SendTasksActive, info.SendTasksAll = rep.SendTasksActive, rep.SendTasksAll
 	repeat := acctMgrDefaultRepeat
 	if rep.RepeatSec > 0 {
 		repeat = max(time.Duration(rep.RepeatSec*float64(time.Second)), acctMgrMinRepeat)

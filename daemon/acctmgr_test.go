@@ -209,9 +209,14 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer am.Close()
-	am.SetUser(testproject.AMUser{Name: "Bob", Projects: []testproject.AMProject{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 30}}}, "pw")
+	am.SetUser(testproject.AMUser{Name: "Bob", SendTasksAll: true, Projects: []testproject.AMProject{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 30}}}, "pw")
 	dir := filepath.Join(t.TempDir(), "data")
 	h := startDaemonIn(t, dir, config.Default(), nil)
+
+	// The Manager's AM wizard reads the AM's get_project_config.php.
+	if st := h.webRPC(guirpc.WebRPCProjectConfig, am.URL()+"get_project_config.php", ""); st.ErrorNum != 0 || !strings.Contains(string(st.Reply), "<account_manager/>") {
+		t.Errorf("AM project config: %+v %q", st, st.Reply)
+	}
 
 	if err := h.do(guirpc.AcctMgrRPC{URL: am.URL(), Name: "Bob", PasswordHash: guirpc.AcctMgrPasswordHash("Bob", "wrong")}); err != nil {
 		t.Fatal(err)
@@ -252,8 +257,23 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 
 	h2 := startDaemonIn(t, dir, config.Default(), nil)
 	out, info = h2.amInfo()
-	if out.URL != am.URL() || info.PasswordHash != guirpc.AcctMgrPasswordHash("Bob", "pw") || !strings.Contains(info.Opaque, "host_seq") {
+	if out.URL != am.URL() || info.PasswordHash != guirpc.AcctMgrPasswordHash("Bob", "pw") || !strings.Contains(info.Opaque, "host_seq") || !info.SendTasksAll {
 		t.Errorf("after restart: %+v %+v", out, info)
+	}
+	// The AM asked for the host's tasks: the next request has them.
+	if err := h2.do(guirpc.AcctMgrRPC{UseCurrent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h2.amPoll(); st.ErrorNum != 0 {
+		t.Fatalf("sync: %+v", st)
+	}
+	reqs := am.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, "</net_stats>\n<results>\n") || !strings.Contains(last, "</results>\n</acct_mgr_request>") {
+		t.Errorf("request without the tasks the AM asked for:\n%s", last[max(0, len(last)-600):])
+	}
+	if !strings.Contains(last, "<previous_host_cpid>") || !strings.Contains(last, "<account_key>test-account-key</account_key>") {
+		t.Errorf("sync request lacks previous_host_cpid or the AM project's key")
 	}
 	// The AM goes away; a sync fails and the next one waits 600 s or more.
 	am.Close()

@@ -60,6 +60,17 @@ func AcctMgrPasswordHash(name, password string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// ResultsXML is the <results> block of an account manager request whose
+// AM asked for the host's tasks (send_tasks_active: those with a process,
+// send_tasks_all: every one), each in its GUI form (RESULT::write_gui).
+func ResultsXML(s *State, activeOnly bool) string {
+	var w xw
+	w.line("<results>")
+	writeResults(&w, s, activeOnly)
+	w.line("</results>")
+	return w.String()
+}
+
 func opAcctMgrInfo(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
 	var out AcctMgrInfoOut
 	if err := s.cfg.Backend.Do(ctx, AcctMgrInfo{Out: &out}); err != nil {

@@ -51,6 +51,9 @@ type AcctMgrRequest struct {
 	Opaque    string
 	TimeStats TimeStats
 	NetStats  NetStats
+	// ResultsXML is the <results> block (GUI form), sent when the AM asked
+	// with send_tasks_active or send_tasks_all.
+	ResultsXML string
 }
 
 // AcctMgrProject is one <project> of the request.
@@ -134,6 +137,7 @@ func (r *AcctMgrRequest) write(x *xw) {
 	sr := SchedulerRequest{TimeStats: r.TimeStats, NetStats: r.NetStats}
 	sr.writeTimeStats(x)
 	sr.writeNetStats(x)
+	x.raw(r.ResultsXML)
 	x.raw("</acct_mgr_request>\n")
 }
 
@@ -213,7 +217,11 @@ type AcctMgrReply struct {
 	RepeatSec     float64
 	Dynamic       bool
 	SendGUIRPC    bool
-	Messages      []string
+	// SendTasksActive and SendTasksAll ask for the host's tasks in the
+	// next requests.
+	SendTasksActive bool
+	SendTasksAll    bool
+	Messages        []string
 	// Opaque is the raw contents of <opaque>, to echo back; HasOpaque
 	// tells an empty one from none.
 	Opaque    string
@@ -303,6 +311,8 @@ type amReplyXML struct {
 	RepeatSec        string         `xml:"repeat_sec"`
 	Dynamic          amBool         `xml:"dynamic"`
 	SendGUIRPC       amBool         `xml:"send_gui_rpc_info"`
+	SendTasksActive  amBool         `xml:"send_tasks_active"`
+	SendTasksAll     amBool         `xml:"send_tasks_all"`
 	Messages         []string       `xml:"message"`
 	Opaque           *amInner       `xml:"opaque"`
 	GlobalPrefs      *amInner       `xml:"global_preferences"`
@@ -342,6 +352,8 @@ func ParseAcctMgrReply(raw []byte) (*AcctMgrReply, error) {
 		Error:            strings.TrimSpace(x.Error),
 		Dynamic:          bool(x.Dynamic),
 		SendGUIRPC:       bool(x.SendGUIRPC),
+		SendTasksActive:  bool(x.SendTasksActive),
+		SendTasksAll:     bool(x.SendTasksAll),
 		HostVenue:        strings.TrimSpace(x.HostVenue),
 		NoProjectNotices: bool(x.NoProjectNotices),
 	}

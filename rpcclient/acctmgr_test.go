@@ -85,6 +85,7 @@ abcd
 .
 </signing_key>
   <repeat_sec>3600</repeat_sec>
+  <send_tasks_active/>
   <opaque>
 <host_id>12</host_id>
   </opaque>
@@ -118,6 +119,9 @@ abcd
 	r, err := ParseAcctMgrReply([]byte(good))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !r.SendTasksActive || r.SendTasksAll {
+		t.Errorf("send_tasks flags %v %v", r.SendTasksActive, r.SendTasksAll)
 	}
 	if r.Name != "BAM!" || r.SigningKey != "1024\nabcd\n." || r.RepeatSec != 3600 || !r.HasOpaque || r.Opaque != "<host_id>12</host_id>" {
 		t.Errorf("reply %+v", r)

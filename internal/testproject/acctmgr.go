@@ -54,6 +54,8 @@ type AMUser struct {
 	RepeatSec float64
 	// ErrorText, when set, fails every login with it (error_num -1).
 	ErrorText string
+	// SendTasksAll asks hosts for all their tasks (send_tasks_all).
+	SendTasksAll bool
 }
 
 // AMProject is one project a user wants; zero fields are not sent.
@@ -113,6 +115,11 @@ func (a *AccountManager) Start() error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /am/rpc.php", a.handleRPC)
+	// The Manager's "Use account manager" wizard reads this first.
+	mux.HandleFunc("GET /am/get_project_config.php", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/xml")
+		fmt.Fprintf(w, "<project_config>\n    <name>%s</name>\n    <account_manager/>\n    <uses_username/>\n    <min_passwd_length>1</min_passwd_length>\n    <client_account_creation_disabled/>\n</project_config>\n", xmlEscape(a.name))
+	})
 	mux.HandleFunc("GET /am/{$}", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintf(w, "<html><head><title>%s</title></head><body>account manager</body></html>\n", xmlEscape(a.name))
 	})
@@ -248,6 +255,9 @@ func (a *AccountManager) handleRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	if u.GlobalPrefs != "" {
 		fmt.Fprintf(&b, "<global_preferences>\n%s\n</global_preferences>\n", u.GlobalPrefs)
+	}
+	if u.SendTasksAll {
+		b.WriteString("    <send_tasks_all>1</send_tasks_all>\n")
 	}
 	if u.HostVenue != "" {
 		fmt.Fprintf(&b, "    <host_venue>%s</host_venue>\n", xmlEscape(u.HostVenue))
