@@ -9,7 +9,7 @@ import (
 )
 
 // The scenarios in sim/scenarios/ ship inside the binary, so the policy
-// study's before/after suite (and anyone's `boincd simulate`) does not
+// study's before/after suite (and anyone's `boincd-sim`) does not
 // depend on the working directory.
 //
 //go:embed scenarios/*.toml

@@ -3,7 +3,6 @@
 //	boincd [--dir DIR] [flags]        run the client (same as "boincd run")
 //	boincd demo                       run against a built-in demo project
 //	boincd probe [--json] [--benchmark]  print what the host probe finds
-//	boincd simulate SCENARIO.toml     emulate the scheduler; --sweep: the policy study
 //	boincd status                     show a running client
 //	boincd import BOINC_DIR           take over a C++ BOINC client's data directory
 //	boincd service install|...        Windows service
@@ -12,7 +11,8 @@
 // It accepts the C++ client's flags where they overlap, so service units
 // and container images can swap the binary. The same executable is also
 // the demo science app: started under a name beginning with
-// "boincd_demoapp" it runs the demo app instead.
+// "boincd_demoapp" it runs the demo app instead. The client emulator and
+// the policy study are a separate command, boincd-sim.
 package main
 
 import (
@@ -55,8 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runDemo(rest, stdout, stderr)
 	case "probe":
 		return runProbe(rest, stdout, stderr)
-	case "simulate":
-		return runSimulate(rest, stdout, stderr)
+	case "simulate", "sweep":
+		return runMovedToSim(sub, rest, stderr)
 	case "status":
 		return runStatus(rest, stdout, stderr)
 	case "import":
@@ -82,13 +82,13 @@ func usage(w io.Writer) {
   boincd [run] [--dir DIR] [--config FILE] [flags]   run the client
   boincd demo [--tasks N] [--seconds S] [--dir DIR]  run against a built-in demo project
   boincd probe [--json] [--xml] [--benchmark] [--dir DIR]  show what the host probe finds
-  boincd simulate [--seed N] [--days D] [--json] SCENARIO.toml  emulate the scheduler (sim/README.md)
   boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]  show a running client
   boincd import BOINC_DIR [--dir DIR] [--config FILE] [--dry_run]  take over a C++ BOINC client's data directory
   boincd reset-state [--dir DIR]                     start fresh: move the state file aside (see --help)
   boincd service install|uninstall|start|stop|run [flags]  run as a Windows service (winsvc/README.md)
   boincd version
-Run "boincd run --help" for the daemon's flags.
+Run "boincd run --help" for the daemon's flags. The client emulator and
+the policy study are boincd-sim (sim/README.md).
 `)
 }
 

@@ -1,140 +1,20 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-
-	"github.com/boincd/boincd/sim"
+	"slices"
 )
 
-// runSimulate is "boincd simulate": the client emulator on a scenario file.
-func runSimulate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("boincd simulate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `usage: boincd simulate [flags] SCENARIO.toml
-       boincd simulate --sweep [--out DIR] [--seeds N] [--quick] [--only ID,...]
-
-Runs boincd's scheduling core (round-robin simulation, schedule, work
-fetch, debts) against a simulated host and simulated project servers, and
-prints the processing each project received and the metrics idle fraction,
-wasted fraction, share violation, monotony and RPCs per job. Scenario
-format and formulas: sim/README.md; examples in sim/scenarios/.
-
-With --sweep it runs the policy study instead (docs/policy-study.md): six
-parameter sweeps after Kondo, Anderson and McLeod (e-Science 2007), every
-point over several seeds, in parallel; a CSV per experiment and a PNG per
-figure go to --out.
-
-`)
-		fs.PrintDefaults()
+// runMovedToSim answers "boincd simulate" and "boincd sweep": the
+// emulator and the policy study are their own command, so the daemon
+// binary links none of their plotting stack. Exit 2, as for any command
+// boincd does not run, so scripts that still call it fail loudly.
+func runMovedToSim(sub string, args []string, stderr io.Writer) int {
+	use := "boincd-sim [flags] SCENARIO.toml"
+	if sub == "sweep" || slices.Contains(args, "--sweep") || slices.Contains(args, "-sweep") {
+		use = "boincd-sim --sweep [flags]"
 	}
-	var (
-		seed                   uint64
-		days                   float64
-		asJSON, eventDriven    bool
-		timelineHours          float64
-		policy, sched, fetcher string
-		sweep, quick, compare  bool
-		outDir, only           string
-		seeds                  int
-	)
-	fs.Uint64Var(&seed, "seed", 0, "random seed (default: the scenario's)")
-	fs.Float64Var(&days, "days", 0, "simulated days (default: the scenario's duration_days)")
-	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.BoolVar(&eventDriven, "event_driven", false, "end a step early at each event (job done, host on/off, reply), as event_driven = true does")
-	fs.Float64Var(&timelineHours, "timeline", 0, "with --json: add per-project processing in buckets of this many hours")
-	fs.StringVar(&policy, "policy", "", "project priority policy: debt or rec (default: the scenario's [policies] priority, else debt)")
-	fs.StringVar(&sched, "sched", "", "CPU/GPU scheduler: cs2 (core) or cs1 (default: the scenario's, else cs2)")
-	fs.StringVar(&fetcher, "fetch", "", "work-fetch policy: wf2 (core) or wf1 (default: the scenario's, else wf2)")
-	fs.BoolVar(&sweep, "sweep", false, "run the policy study's sweeps instead of one scenario")
-	fs.StringVar(&outDir, "out", "policy-study", "with --sweep: directory for the CSVs and plots")
-	fs.IntVar(&seeds, "seeds", 5, "with --sweep: seeds per point")
-	fs.BoolVar(&quick, "quick", false, "with --sweep: a few points per experiment and 25 simulated days")
-	fs.StringVar(&only, "only", "", "with --sweep: comma-separated experiment IDs or numbers (default: all)")
-	fs.BoolVar(&compare, "compare", false, "with --sweep: also compare boincd's default before and after the study's change (and REC) on the study's suite")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if sweep {
-		if fs.NArg() != 0 {
-			fmt.Fprintln(stderr, "boincd simulate: --sweep takes no scenario file")
-			return 2
-		}
-		return runSweep(outDir, only, seeds, quick, compare, stdout, stderr)
-	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "boincd simulate: want exactly one scenario file")
-		fs.Usage()
-		return 2
-	}
-	if timelineHours < 0 {
-		fmt.Fprintf(stderr, "boincd simulate: --timeline %g: want hours > 0\n", timelineHours)
-		return 2
-	}
-	var (
-		opt sim.Options
-		err error
-	)
-	opt.BucketSeconds = timelineHours * 3600
-	// Unset flags leave the scenario's [policies] in charge.
-	if policy != "" {
-		if opt.Policy, err = sim.PolicyByName(policy); err != nil {
-			fmt.Fprintln(stderr, "boincd simulate: --policy:", err)
-			return 2
-		}
-	}
-	if sched != "" {
-		if opt.Scheduler, err = sim.SchedulerByName(sched); err != nil {
-			fmt.Fprintln(stderr, "boincd simulate: --sched:", err)
-			return 2
-		}
-	}
-	if fetcher != "" {
-		if opt.Fetcher, err = sim.FetcherByName(fetcher); err != nil {
-			fmt.Fprintln(stderr, "boincd simulate: --fetch:", err)
-			return 2
-		}
-	}
-	sc, err := sim.LoadScenario(fs.Arg(0))
-	if err != nil {
-		fmt.Fprintln(stderr, "boincd simulate:", err)
-		return 1
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if set["seed"] {
-		sc.Seed = seed
-	}
-	if set["days"] {
-		sc.DurationDays = days
-	}
-	if eventDriven {
-		sc.EventDriven = true
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	rep, err := sim.Run(ctx, sc, opt)
-	if err != nil {
-		fmt.Fprintln(stderr, "boincd simulate:", err)
-		return 1
-	}
-	if asJSON {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "boincd simulate:", err)
-		return 1
-	}
-	return 0
+	fmt.Fprintf(stderr, "boincd: %q moved to its own command: %s (go run ./cmd/boincd-sim; sim/README.md)\n", sub, use)
+	return 2
 }

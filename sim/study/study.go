@@ -2,13 +2,13 @@
 // Anderson and McLeod, "Performance Evaluation of Scheduling Policies
 // for Volunteer Computing" (IEEE e-Science 2007), run in boincd's
 // emulator (package sim) with every point averaged over several seeds.
-// It writes a CSV per experiment and a plot per figure; `boincd simulate
+// It writes a CSV per experiment and a plot per figure; `boincd-sim
 // --sweep` runs it and docs/policy-study.md reports the numbers.
 //
 // The study never forks the emulator: each point is an ordinary
 // sim.Scenario whose [policies] pick the alternatives (CS1/CS2,
 // WF1/WF2, WS1/WS2, JC1/JC2, debt/REC), so any point can be rerun by
-// hand with `boincd simulate`.
+// hand with `boincd-sim`.
 package study
 
 import (

@@ -13,10 +13,10 @@ import (
 	"github.com/boincd/boincd/sim/study"
 )
 
-// runSweep is "boincd simulate --sweep": the policy study.
+// runSweep is "boincd-sim --sweep": the policy study.
 func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stderr io.Writer) int {
 	if seeds < 1 || seeds > 1000 {
-		fmt.Fprintf(stderr, "boincd simulate: --seeds %d: want 1..1000\n", seeds)
+		fmt.Fprintf(stderr, "boincd-sim: --seeds %d: want 1..1000\n", seeds)
 		return 2
 	}
 	exps, err := pickExperiments(study.Experiments(quick), only)
@@ -24,11 +24,11 @@ func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stder
 		exps, err = nil, nil
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "boincd simulate: --only:", err)
+		fmt.Fprintln(stderr, "boincd-sim: --only:", err)
 		return 2
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		fmt.Fprintln(stderr, "boincd simulate:", err)
+		fmt.Fprintln(stderr, "boincd-sim:", err)
 		return 1
 	}
 	cfg := study.Config{Seeds: seeds}
@@ -47,13 +47,13 @@ func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stder
 	start := time.Now()
 	res, err := study.Run(ctx, exps, cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "boincd simulate:", err)
+		fmt.Fprintln(stderr, "boincd-sim:", err)
 		return 1
 	}
 	for i := range res {
 		files, err := res[i].Write(outDir)
 		if err != nil {
-			fmt.Fprintln(stderr, "boincd simulate:", err)
+			fmt.Fprintln(stderr, "boincd-sim:", err)
 			return 1
 		}
 		for _, f := range files {
@@ -63,7 +63,7 @@ func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stder
 	if compare {
 		cmp, err := study.Compare(ctx, study.Suite(quick), []study.Variant{study.Before, study.After, study.REC}, cfg)
 		if err != nil {
-			fmt.Fprintln(stderr, "boincd simulate:", err)
+			fmt.Fprintln(stderr, "boincd-sim:", err)
 			return 1
 		}
 		path := filepath.Join(outDir, "default_before_after.md")
@@ -75,7 +75,7 @@ func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stder
 			}
 		}
 		if err != nil {
-			fmt.Fprintln(stderr, "boincd simulate:", err)
+			fmt.Fprintln(stderr, "boincd-sim:", err)
 			return 1
 		}
 		fmt.Fprintln(stdout, path)
