@@ -209,7 +209,7 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer am.Close()
-	am.SetUser(testproject.AMUser{Name: "Bob", SendTasksAll: true, Projects: []testproject.AMProject{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 30}}}, "pw")
+	am.SetUser(testproject.AMUser{Name: "Bob", SendTasksAll: true, RepeatSec: 7200, Projects: []testproject.AMProject{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 30}}}, "pw")
 	dir := filepath.Join(t.TempDir(), "data")
 	h := startDaemonIn(t, dir, config.Default(), nil)
 
@@ -248,6 +248,37 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 	if err := h.do(guirpc.ProjectOp{URL: srv.URL(), Op: guirpc.ProjectDetach}); err != guirpc.ErrMustDetachViaAM {
 		t.Errorf("user detach of an AM project: %v", err)
 	}
+	// The next sync is the AM's repeat_sec away; when it is due, it
+	// happens by itself.
+	if _, info := h.amInfo(); time.Until(info.NextRPCTime) < 7000*time.Second || time.Until(info.NextRPCTime) > 7200*time.Second {
+		t.Errorf("next sync in %v, want the AM's 2 h", time.Until(info.NextRPCTime))
+	}
+	n := len(am.Requests())
+	if err := h.d.query(context.Background(), func() { h.d.am.info.NextRPCTime = time.Now().Add(-time.Second) }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the periodic sync", func() bool { return len(am.Requests()) > n })
+	if st := h.amPoll(); st.ErrorNum != 0 {
+		t.Errorf("periodic sync: %+v", st)
+	}
+
+	// A sloppy reply is refused whole, saying what and where; nothing
+	// of the membership or the projects changes.
+	am.Update("Bob", func(u *testproject.AMUser) { u.RawReply = "<acct_mgr_reply>\n<account><url>http://x/</url>\n</acct_mgr_reply>" })
+	_, prev := h.amInfo()
+	if err := h.do(guirpc.AcctMgrRPC{UseCurrent: true}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.amPoll(); st.ErrorNum != guirpc.ErrNumXMLParse || !strings.Contains(st.Message, "account manager reply: line 3") {
+		t.Errorf("sloppy reply: poll %+v", st)
+	}
+	if _, after := h.amInfo(); after.URL != prev.URL || after.Opaque != prev.Opaque || after.Failures != 1 {
+		t.Errorf("sloppy reply changed the membership: %+v", after)
+	}
+	if pv, ok := h.projectCopy(srv.URL()); !ok || pv.ResourceShare != 30 {
+		t.Errorf("sloppy reply changed the project: %+v", pv)
+	}
+	am.Update("Bob", func(u *testproject.AMUser) { u.RawReply = "" })
 	if err := h.stop(15 * time.Second); err != nil {
 		t.Fatal(err)
 	}

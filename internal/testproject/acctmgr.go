@@ -56,6 +56,9 @@ type AMUser struct {
 	ErrorText string
 	// SendTasksAll asks hosts for all their tasks (send_tasks_all).
 	SendTasksAll bool
+	// RawReply, when set, is sent as the whole reply (a sloppy or
+	// hostile AM).
+	RawReply string
 }
 
 // AMProject is one project a user wants; zero fields are not sent.
@@ -238,6 +241,10 @@ func (a *AccountManager) handleRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	if u.ErrorText != "" {
 		writeAMError(w, -1, u.ErrorText)
+		return
+	}
+	if u.RawReply != "" {
+		_, _ = io.WriteString(w, u.RawReply)
 		return
 	}
 	var b strings.Builder
