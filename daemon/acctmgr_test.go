@@ -264,7 +264,9 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 
 	// A sloppy reply is refused whole, saying what and where; nothing
 	// of the membership or the projects changes.
-	am.Update("Bob", func(u *testproject.AMUser) { u.RawReply = "<acct_mgr_reply>\n<account><url>http://x/</url>\n</acct_mgr_reply>" })
+	am.Update("Bob", func(u *testproject.AMUser) {
+		u.RawReply = "<acct_mgr_reply>\n<account><url>http://x/</url>\n</acct_mgr_reply>"
+	})
 	_, prev := h.amInfo()
 	if err := h.do(guirpc.AcctMgrRPC{UseCurrent: true}); err != nil {
 		t.Fatal(err)
