@@ -350,7 +350,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		d.names.set(p.MasterURL, p.ProjectName)
 	}
 
-	d.initHost(runCtx, snap.Meta)
+	benchNow := d.initHost(runCtx, snap.Meta)
 	d.logHost()
 	d.loadProxy(snap.Meta)
 	roots, err := rpcclient.LoadCABundle(cfg.CABundle)
@@ -387,6 +387,13 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		slog.Int("tasks", len(d.st.results)),
 		slog.Int("usable_cpus", d.usableCPUs()))
 	d.notify(fmt.Sprintf("READY=1\nSTATUS=%d projects, %d tasks", len(d.st.projects), len(d.st.results)))
+	if benchNow {
+		// Only now, as the C++ client: GUI RPC answers and the service
+		// manager hears READY at once; the benchmarks (seconds of every
+		// CPU) run beside the loop, which holds computing and scheduler
+		// RPCs until they end.
+		d.startBenchmarks("missing, older than 5 days, or the CPUs changed")
+	}
 
 	err = d.loop(runCtx)
 	d.notify("STOPPING=1\nSTATUS=asking tasks to quit at their next checkpoint")
@@ -448,7 +455,7 @@ func (d *Daemon) step(now time.Time) {
 	d.checkHealth(now)
 	d.logSuspendChanges(now)
 	if d.benchmarksDue(now) {
-		d.startBenchmarks()
+		d.startBenchmarks("older than 5 days")
 	}
 	d.maybeScanExclusive(now)
 	d.trimTaskOutputs(now)
@@ -503,9 +510,10 @@ func (d *Daemon) filePath(f *boinc.FileInfo) string {
 
 func (d *Daemon) uniform() float64 { return d.rand.Float64() }
 
-// initHost probes the machine and runs the CPU benchmarks when they are
-// missing or older than 5 days (the C++ client's period).
-func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
+// initHost probes the machine and reports whether the CPU benchmarks are
+// due: missing, older than 5 days (the C++ client's period), or taken on
+// other CPUs. It does not run them: Run starts them once GUI RPC answers.
+func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) (benchmark bool) {
 	h, warns := coproc.ProbeHost(ctx, d.opt.DataDir)
 	for _, w := range warns {
 		d.log.Warn("host probe", slog.Any("err", w))
@@ -521,23 +529,22 @@ func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) {
 	skip := d.opt.BenchmarkDuration < 0 || d.cc.eff.SkipCPUBenchmarks
 	stale := h.PCalculated == 0 || time.Since(time.Unix(int64(h.PCalculated), 0)) > benchmarkPeriod || saved.PNCPUs != h.PNCPUs || saved.PModel != h.PModel
 	if stale {
-		if skip {
-			// skip_cpu_benchmarks: the stored values, else the C++
-			// client's defaults.
-			if h.PFpops <= 0 {
-				h.PFpops, h.PIops = 1e9, 1e9
-			}
-		} else {
-			d.log.Info("running CPU benchmarks", slog.Int("cpus", h.PNCPUs))
-			h.PFpops, h.PIops = coproc.Benchmark(ctx, h.PNCPUs, d.opt.BenchmarkDuration)
-			d.rescaleDCFs(saved.PFpops, h.PFpops)
-			d.log.Info("CPU benchmarks done", slog.Int("cpus", h.PNCPUs), slog.Float64("fpops_per_cpu", h.PFpops), slog.Float64("iops_per_cpu", h.PIops))
+		// Until benchmarks end: the stored values, else the C++
+		// client's defaults.
+		if h.PFpops <= 0 {
+			h.PFpops, h.PIops = 1e9, 1e9
 		}
 		h.PMembw = 1e9
-		h.PCalculated = float64(time.Now().Unix())
+		if skip {
+			h.PCalculated = float64(time.Now().Unix())
+		}
+		// Otherwise p_calculated keeps its stored value, 0 on a first
+		// start: no scheduler RPC asks for work on estimates from the
+		// placeholder figures (maybeRPC), as the C++ client.
 	}
 	d.host = h
 	d.batch.PutMeta("host", &d.host)
+	return stale && !skip
 }
 
 // usableCPUs is how many CPUs tasks may use under the prefs.

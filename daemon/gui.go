@@ -152,7 +152,7 @@ func (d *Daemon) doAction(a guirpc.Action, now time.Time) error {
 		d.reloadConfig(now)
 		return nil
 	case guirpc.RunBenchmarks:
-		d.startBenchmarks()
+		d.startBenchmarks("requested by user")
 		return nil
 	case guirpc.NetworkAvailable:
 		d.retryNetworkNow(now)
@@ -170,8 +170,10 @@ func (d *Daemon) doAction(a guirpc.Action, now time.Time) error {
 
 type benchDone struct{ fpops, iops float64 }
 
-// startBenchmarks runs the CPU benchmarks off the owner goroutine.
-func (d *Daemon) startBenchmarks() {
+// startBenchmarks runs the CPU benchmarks off the owner goroutine; why
+// goes to the log. Computing is suspended until benchDone
+// (suspendReasons).
+func (d *Daemon) startBenchmarks(why string) {
 	if d.benchRunning {
 		return
 	}
@@ -180,7 +182,7 @@ func (d *Daemon) startBenchmarks() {
 	if dur <= 0 {
 		dur = time.Second
 	}
-	d.log.Info("running CPU benchmarks (requested by user)")
+	d.log.Info("running CPU benchmarks", slog.String("why", why), slog.Int("cpus", n))
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
@@ -191,11 +193,19 @@ func (d *Daemon) startBenchmarks() {
 
 func (d *Daemon) handleBenchDone(ev benchDone, now time.Time) {
 	d.benchRunning = false
-	d.rescaleDCFs(d.host.PFpops, ev.fpops)
+	old := d.host.PFpops
+	if d.host.PCalculated == 0 {
+		// The placeholder of a first start was never measured: the
+		// DCFs were not learnt against it.
+		old = 0
+	}
+	d.rescaleDCFs(old, ev.fpops)
 	d.host.PFpops, d.host.PIops = ev.fpops, ev.iops
 	d.host.PCalculated = float64(now.Unix())
 	d.batch.PutMeta("host", &d.host)
 	d.log.Info("CPU benchmarks done", slog.Int("cpus", d.host.PNCPUs), slog.Float64("fpops_per_cpu", ev.fpops), slog.Float64("iops_per_cpu", ev.iops))
+	// The first benchmarks were what held the scheduler RPCs back.
+	d.fetchSoon(now)
 }
 
 // rescaleDCFs keeps run-time estimates steady across a change of

@@ -64,6 +64,12 @@ func (d *Daemon) maybeRPC(now time.Time) {
 			return
 		}
 	}
+	if d.host.PCalculated == 0 {
+		// As the C++ client (scheduler_rpc_poll): no scheduler RPC
+		// before the first benchmarks, since every estimate the
+		// request carries and the server plans with divides by them.
+		return
+	}
 	for _, p := range projects {
 		if len(p.SchedulerURLs) == 0 || p.SchedRPCPending == boinc.RPCNone {
 			continue
