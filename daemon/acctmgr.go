@@ -222,6 +222,9 @@ func (d *Daemon) acctMgrRPCFromGUI(a guirpc.AcctMgrRPC, now time.Time) error {
 		return nil
 	case strings.TrimSpace(a.URL) == "":
 		if info.URL == "" {
+			// Not in an AM: a join in flight is dropped, and the poll says
+			// what the C++ client's does (an empty URL is not valid).
+			d.cancelAcctMgrRPC()
 			d.am.op = acctMgrOp{started: true, errNum: errNumInvalidURL, seq: d.am.op.seq}
 			return nil
 		}
