@@ -414,6 +414,17 @@ func (d *Daemon) buildAcctMgrRequest(creds acctMgrInfo, now time.Time) *rpcclien
 		if via {
 			ap.AccountKey = p.Authenticator
 		}
+		if creds.Dynamic {
+			// sched_req_no_work: the project's last answer for the
+			// resource was "no work", which its work-fetch backoff stands
+			// for.
+			st := d.schedState(p.MasterURL)
+			for r := range st.Backoff {
+				if st.Backoff[r].Active(now) {
+					ap.SchedReqNoWork = append(ap.SchedReqNoWork, workfetch.Rsc(r).String())
+				}
+			}
+		}
 		req.Projects = append(req.Projects, ap)
 	}
 	if creds.SendTasksActive || creds.SendTasksAll {

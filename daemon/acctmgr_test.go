@@ -209,7 +209,7 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer am.Close()
-	am.SetUser(testproject.AMUser{Name: "Bob", SendTasksAll: true, RepeatSec: 7200, Projects: []testproject.AMProject{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 30}}}, "pw")
+	am.SetUser(testproject.AMUser{Name: "Bob", SendTasksAll: true, Dynamic: true, RepeatSec: 7200, Projects: []testproject.AMProject{{URL: srv.URL(), Authenticator: "test-account-key", ResourceShare: 30}}}, "pw")
 	dir := filepath.Join(t.TempDir(), "data")
 	h := startDaemonIn(t, dir, config.Default(), nil)
 
@@ -307,6 +307,9 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 	}
 	if !strings.Contains(last, "<previous_host_cpid>") || !strings.Contains(last, "<account_key>test-account-key</account_key>") {
 		t.Errorf("sync request lacks previous_host_cpid or the AM project's key")
+	}
+	if !strings.Contains(last, "      <nrpc_failures>0</nrpc_failures>\n      <cpu_ec>") {
+		t.Errorf("a dynamic AM gets no work and usage counters")
 	}
 	// The AM goes away; a sync fails and the next one waits 600 s or more.
 	am.Close()

@@ -56,6 +56,8 @@ type AMUser struct {
 	ErrorText string
 	// SendTasksAll asks hosts for all their tasks (send_tasks_all).
 	SendTasksAll bool
+	// Dynamic asks hosts for each project's work and usage (dynamic).
+	Dynamic bool
 	// RawReply, when set, is sent as the whole reply (a sloppy or
 	// hostile AM).
 	RawReply string
@@ -265,6 +267,9 @@ func (a *AccountManager) handleRPC(w http.ResponseWriter, r *http.Request) {
 	}
 	if u.SendTasksAll {
 		b.WriteString("    <send_tasks_all>1</send_tasks_all>\n")
+	}
+	if u.Dynamic {
+		b.WriteString("    <dynamic>1</dynamic>\n")
 	}
 	if u.HostVenue != "" {
 		fmt.Fprintf(&b, "    <host_venue>%s</host_venue>\n", xmlEscape(u.HostVenue))
