@@ -9,12 +9,12 @@ import (
 )
 
 // fuzzSeedFile returns a file of the BOINC 7.20 captures, searched for
-// upwards from the package directory; ok is false where the captures are
-// absent (CI without /work/shared), and the inline seeds still run.
+// upwards from the package directory up to testdata/ at the module root;
+// ok is false only if they were removed, and the inline seeds still run.
 func fuzzSeedFile(rel string) ([]byte, bool) {
 	dir, _ := os.Getwd()
 	for range 6 {
-		b, err := os.ReadFile(filepath.Join(dir, "shared", "fixtures", "boinc-7.20", rel))
+		b, err := os.ReadFile(filepath.Join(dir, "testdata", "boinc-7.20", rel))
 		if err == nil {
 			return b, true
 		}

@@ -9,13 +9,14 @@ import (
 	"testing"
 )
 
-const fixtures = "../../shared/fixtures/boinc-7.20/signing/"
+// fixtures are the BOINC 7.20 signing captures (testdata/ at the module root).
+const fixtures = "../testdata/boinc-7.20/signing/"
 
 func read(t *testing.T, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtures, name))
 	if err != nil {
-		t.Skipf("fixture: %v", err)
+		t.Fatalf("fixture: %v", err)
 	}
 	return string(b)
 }

@@ -162,15 +162,9 @@ func TestWriteCoprocCUDAHostileName(t *testing.T) {
 // TestWriteCoprocsEmptyMatchesFixture compares the GPU-less <coprocs> with
 // what the C++ 7.20 client wrote on the fixture host (no GPU).
 func TestWriteCoprocsEmptyMatchesFixture(t *testing.T) {
-	var data []byte
-	for _, dir := range []string{"../../shared/fixtures/boinc-7.20", "/work/shared/fixtures/boinc-7.20"} {
-		if b, err := os.ReadFile(filepath.Join(dir, "client_files", "client_state_task_running.xml")); err == nil {
-			data = b
-			break
-		}
-	}
-	if data == nil {
-		t.Skip("BOINC 7.20 fixtures not found")
+	data, err := os.ReadFile(filepath.Join(sharedFixtures, "client_files", "client_state_task_running.xml"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	start := bytes.Index(data, []byte("    <coprocs>"))
 	end := bytes.Index(data, []byte("</coprocs>\n"))

@@ -14,16 +14,15 @@ import (
 	"github.com/boincd/boincd/rpcclient"
 )
 
-// sharedFixtures are the BOINC 7.20 captures the testdata copies came
-// from; tests that use them directly skip where they are absent.
-const sharedFixtures = "../../shared/fixtures/boinc-7.20"
+// sharedFixtures are the BOINC 7.20 captures, kept in the repository
+// (testdata/ at the module root) so a clone alone runs every test.
+const sharedFixtures = "../testdata/boinc-7.20"
 
 var hostInfoBlock = regexp.MustCompile(`(?s)<host_info>\n.*?</host_info>\n`)
 
 // goldenHostInfos returns every <host_info> block the real client wrote:
-// the testdata copies (request and client_state forms) and, where the
-// shared captures are present, each scheduler request, state file and GUI
-// RPC reply among them.
+// the testdata copies (request and client_state forms) and each scheduler
+// request, state file and GUI RPC reply of the captures.
 func goldenHostInfos(t *testing.T) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}

@@ -145,7 +145,7 @@ func info(f Format) Format {
 
 // cppFormats is the table of boincd's slog messages whose events the C++
 // client's event log also shows, with its wording (client 7.20.5, checked
-// against its log: /work/shared/fixtures/boinc-7.20 and runs against the
+// against its log: testdata/boinc-7.20 and runs against the
 // in-repo test project). Keys are the daemon's slog messages; a daemon
 // test checks that each is still logged somewhere.
 func cppFormats() map[string]Format {

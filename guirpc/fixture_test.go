@@ -26,20 +26,17 @@ import (
 	"github.com/boincd/boincd/workfetch"
 )
 
-const fixtureDir = "../../shared/fixtures/boinc-7.20/guirpc"
+const fixtureDir = "../testdata/boinc-7.20/guirpc"
 
 // fixturePassword is the password of the captured client.
 const fixturePassword = "refguipass"
 
 func fixturePath(t *testing.T) string {
 	t.Helper()
-	for _, d := range []string{fixtureDir, "/work/shared/fixtures/boinc-7.20/guirpc"} {
-		if _, err := os.Stat(d); err == nil {
-			return d
-		}
+	if _, err := os.Stat(fixtureDir); err != nil {
+		t.Fatalf("BOINC 7.20 GUI RPC captures: %v", err)
 	}
-	t.Skip("BOINC 7.20 GUI RPC fixtures not found")
-	return ""
+	return fixtureDir
 }
 
 // splitMessages splits a capture on \003.

@@ -20,12 +20,12 @@ import (
 )
 
 // fuzzCaptures returns the boinccmd → client request streams of the
-// BOINC 7.20 captures (absent where /work/shared is: CI then runs the
-// inline seeds only).
+// BOINC 7.20 captures, found upwards from the package directory in
+// testdata/ at the module root.
 func fuzzCaptures() [][]byte {
 	dir, _ := os.Getwd()
 	for range 6 {
-		names, _ := filepath.Glob(filepath.Join(dir, "shared", "fixtures", "boinc-7.20", "guirpc", "*.c2s.bin"))
+		names, _ := filepath.Glob(filepath.Join(dir, "testdata", "boinc-7.20", "guirpc", "*.c2s.bin"))
 		if len(names) > 0 {
 			var out [][]byte
 			for _, n := range names {

@@ -10,7 +10,8 @@ import (
 	"github.com/boincd/boincd/boinc"
 )
 
-const fixtureDir = "../../shared/fixtures/boinc-7.20"
+// fixtureDir holds the BOINC 7.20 captures (testdata/ at the module root).
+const fixtureDir = "../testdata/boinc-7.20"
 
 func readFixtureErr(rel string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(fixtureDir, rel))

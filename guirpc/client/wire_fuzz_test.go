@@ -11,12 +11,12 @@ import (
 )
 
 // fuzzReplies returns the client → boinccmd reply streams of the BOINC
-// 7.20 captures, one message each (none where /work/shared is absent: CI
-// then runs the inline seeds only).
+// 7.20 captures, one message each, found upwards from the package
+// directory in testdata/ at the module root.
 func fuzzReplies() [][]byte {
 	dir, _ := os.Getwd()
 	for range 6 {
-		names, _ := filepath.Glob(filepath.Join(dir, "shared", "fixtures", "boinc-7.20", "guirpc", "*.s2c.bin"))
+		names, _ := filepath.Glob(filepath.Join(dir, "testdata", "boinc-7.20", "guirpc", "*.s2c.bin"))
 		if len(names) > 0 {
 			var out [][]byte
 			for _, n := range names {

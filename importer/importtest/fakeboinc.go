@@ -1,6 +1,6 @@
 // Package importtest builds C++ BOINC client data directories for tests
 // of the importer, from the real BOINC 7.20 captures in
-// shared/fixtures/boinc-7.20: client_state.xml, the account and master
+// testdata/boinc-7.20 at the module root: client_state.xml, the account and master
 // files, the project directory with the files the state says are present
 // (the real signed app file; generated inputs whose MD5 is written into
 // the state), and a slot directory with a checkpoint for every active
@@ -29,21 +29,26 @@ const AppFile = "refapp_1.00_x86_64-pc-linux-gnu.sh"
 // stand for the app's checkpoint.
 const CheckpointFile = "checkpoint.dat"
 
-// FixtureDir returns shared/fixtures/boinc-7.20, skipping the test when
-// the captures are not available.
+// FixtureDir returns the module's testdata/boinc-7.20, searched for
+// upwards from the test's package directory so that tests at any depth
+// find it.
 func FixtureDir(t testing.TB) string {
 	t.Helper()
-	for _, d := range []string{"../../shared/fixtures/boinc-7.20", "../../../shared/fixtures/boinc-7.20", "/work/shared/fixtures/boinc-7.20"} {
-		if fi, err := os.Stat(filepath.Join(d, "client_files")); err == nil && fi.IsDir() {
-			abs, err := filepath.Abs(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return abs
-		}
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Skip("BOINC 7.20 fixtures (shared/fixtures/boinc-7.20) not available")
-	return ""
+	for {
+		d := filepath.Join(dir, "testdata", "boinc-7.20")
+		if fi, err := os.Stat(filepath.Join(d, "client_files")); err == nil && fi.IsDir() {
+			return d
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("BOINC 7.20 captures (testdata/boinc-7.20 at the module root) not found")
+		}
+		dir = parent
+	}
 }
 
 // Options shape the directory.

@@ -13,13 +13,14 @@ import (
 	"time"
 )
 
-const fixtureDir = "/work/shared/fixtures/boinc-7.20"
+// fixtureDir holds the BOINC 7.20 captures (testdata/ at the module root).
+const fixtureDir = "../../testdata/boinc-7.20"
 
 func fixture(t *testing.T, rel string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, rel))
 	if err != nil {
-		t.Skipf("fixture %s not available: %v", rel, err)
+		t.Fatalf("fixture %s: %v", rel, err)
 	}
 	return b
 }
