@@ -19,14 +19,16 @@ type hostState struct {
 	decision  hostcond.Decision
 	lastCPU   map[string]float64 // task → CPU seconds at the last sample
 	loggedKey [3]uint32          // reasons (computing, GPU, network) last logged, to log changes once
-	// idle and onBattery read the host (tests give their own).
-	idle      func() float64
+	// idle and onBattery read the host (tests give their own). They are
+	// called only when their answer can change the decision: the idle
+	// probe stats every terminal and input device.
+	idle      func(now time.Time) float64
 	onBattery func() bool
 }
 
 func newHostState() *hostState {
 	return &hostState{sampler: hostcond.NewCPUSampler(), lastCPU: map[string]float64{}, prefs: hostcond.DefaultPrefs(),
-		idle: hostcond.IdleSeconds, onBattery: hostcond.OnBattery}
+		idle: hostcond.NewIdleProbe().IdleSeconds, onBattery: hostcond.OnBattery}
 }
 
 // refreshHostPrefs rebuilds the suspend-condition preferences: the
@@ -57,11 +59,13 @@ func (d *Daemon) evaluateHost(now time.Time, ownCPU map[string]float64) {
 		}
 	}
 	h.lastCPU = ownCPU
-	in := hostcond.Inputs{
-		Now:         now,
-		IdleSecs:    h.idle(),
-		OnBattery:   h.onBattery(),
-		NonBOINCCPU: h.sampler.Sample(now, delta),
+	in := hostcond.Inputs{Now: now, IdleSecs: -1, NonBOINCCPU: h.sampler.Sample(now, delta)}
+	if !h.prefs.RunOnBatteries {
+		in.OnBattery = h.onBattery()
+	}
+	// GPU reasons count only on a host with GPUs (suspendReasons).
+	if h.eval.NeedsIdle(h.prefs, in.NonBOINCCPU, d.host.NUsableCoprocs > 0) {
+		in.IdleSecs = h.idle(now)
 	}
 	h.decision = h.eval.Evaluate(in, h.prefs)
 	// What is suspended, and why, is the reason bitmasks; the texts carry

@@ -80,9 +80,10 @@ func TestHostSuspensionLoggedOnce(t *testing.T) {
 	logs := &logBuffer{}
 	d := &Daemon{hostc: newHostState(), log: slog.New(slog.NewJSONHandler(logs, nil))}
 	d.hostc.prefs.SuspendCPUUsage, d.hostc.prefs.NIUSuspendCPUUsage = 0, 0
+	d.hostc.prefs.RunIfUserActive = false
 	d.hostc.onBattery = func() bool { return false }
 	idle := 5.0
-	d.hostc.idle = func() float64 { return idle }
+	d.hostc.idle = func(time.Time) float64 { return idle }
 	now := time.Unix(1_800_000_000, 0)
 	for i := range 10 {
 		d.evaluateHost(now.Add(time.Duration(i)*time.Second), nil)

@@ -173,6 +173,37 @@ func (e *Evaluator) Evaluate(in Inputs, p Prefs) Decision {
 	return d
 }
 
+// NeedsIdle reports whether the time since the last user input can change
+// Evaluate's decision under p, given the non-BOINC CPU load and whether
+// the host has GPUs in use. Where it cannot, the caller passes IdleSecs
+// -1 and saves probing the input devices: with the default preferences on
+// a GPU-less host that is whenever the load is below both CPU limits.
+func (e *Evaluator) NeedsIdle(p Prefs, nonBOINCCPU float64, gpus bool) bool {
+	if !p.RunIfUserActive || gpus && !p.RunGPUIfUserActive || p.SuspendIfNoRecentInput > 0 {
+		return true
+	}
+	// User activity then only picks the CPU limit: suspend_cpu_usage
+	// while the user is active, niu_suspend_cpu_usage otherwise.
+	if p.SuspendCPUUsage == p.NIUSuspendCPUUsage {
+		return false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cpu.on || e.cpu.pending {
+		// A hold in progress runs against one limit or the other.
+		return true
+	}
+	// With the latch at rest, a load at or below every enabled limit
+	// leaves it at rest whichever limit applies (a limit <= 0 is off).
+	lo := -1.0
+	for _, l := range []float64{p.SuspendCPUUsage, p.NIUSuspendCPUUsage} {
+		if l > 0 && (lo < 0 || l < lo) {
+			lo = l
+		}
+	}
+	return lo > 0 && nonBOINCCPU > lo
+}
+
 // dur writes seconds the way a person reads them: "45s", "3m", "2h5m".
 func dur(secs float64) string {
 	s := time.Duration(secs * float64(time.Second)).Round(time.Second).String()

@@ -333,3 +333,64 @@ func TestPrimaryAndReasonString(t *testing.T) {
 		}
 	}
 }
+
+func TestNeedsIdle(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	def := DefaultPrefs() // run_if_user_active, no GPU runs while active, CPU limits 25 % / 50 %
+	with := func(f func(*Prefs)) Prefs { p := def; f(&p); return p }
+	tests := []struct {
+		name  string
+		p     Prefs
+		load  float64
+		gpus  bool
+		hold  bool // the CPU-usage latch is holding (load was over a limit)
+		wants bool
+	}{
+		{"defaults, quiet host without GPUs", def, 3, false, false, false},
+		{"defaults, load unknown", def, -1, false, false, false},
+		{"defaults, load between the limits", def, 30, false, false, true},
+		{"defaults, load above both limits", def, 80, false, false, true},
+		{"defaults, hold in progress", def, 3, false, true, true},
+		{"defaults, GPUs: GPU work waits for an idle user", def, 3, true, false, true},
+		{"GPUs that run while the user is active", with(func(p *Prefs) { p.RunGPUIfUserActive = true }), 3, true, false, false},
+		{"run_if_user_active off", with(func(p *Prefs) { p.RunIfUserActive = false }), 3, false, false, true},
+		{"suspend_if_no_recent_input", with(func(p *Prefs) { p.SuspendIfNoRecentInput = 60 }), 3, false, false, true},
+		{"equal CPU limits", with(func(p *Prefs) { p.NIUSuspendCPUUsage = 25 }), 80, false, false, false},
+		{"no CPU limits", with(func(p *Prefs) { p.SuspendCPUUsage, p.NIUSuspendCPUUsage = 0, 0 }), 80, false, false, false},
+		{"one CPU limit, load below it", with(func(p *Prefs) { p.SuspendCPUUsage = 0 }), 40, false, false, false},
+		{"one CPU limit, load above it", with(func(p *Prefs) { p.SuspendCPUUsage = 0 }), 60, false, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var e Evaluator
+			if tc.hold {
+				e.Evaluate(Inputs{Now: now, IdleSecs: -1, NonBOINCCPU: 90}, def)
+			}
+			if got := e.NeedsIdle(tc.p, tc.load, tc.gpus); got != tc.wants {
+				t.Fatalf("NeedsIdle = %v, want %v", got, tc.wants)
+			}
+		})
+	}
+}
+
+// Where NeedsIdle says no, the decision with the idle time unknown is the
+// decision with any idle time.
+func TestNeedsIdleFalseMeansSameDecision(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, load := range []float64{-1, 0, 10, 25, 26, 49, 50, 51, 99} {
+		for _, p := range []Prefs{DefaultPrefs(), {RunIfUserActive: true, RunGPUIfUserActive: true, SuspendCPUUsage: 40}} {
+			var probe Evaluator
+			if probe.NeedsIdle(p, load, false) {
+				continue
+			}
+			for _, idle := range []float64{0, 10, 600} {
+				var a, b Evaluator
+				da := a.Evaluate(Inputs{Now: now, IdleSecs: -1, NonBOINCCPU: load}, p)
+				db := b.Evaluate(Inputs{Now: now, IdleSecs: idle, NonBOINCCPU: load}, p)
+				if da.Computing != db.Computing || da.GPU&^db.GPU&^ReasonUserActive != 0 || da.Network != db.Network {
+					t.Errorf("load %g idle %g prefs %+v: %+v vs %+v", load, idle, p, da, db)
+				}
+			}
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package hostcond
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,8 +29,45 @@ import (
 // the X screensaver extension needs cgo and libXss, which boincd does
 // not use. A stale device time only makes the user look idle longer,
 // never active when they are not.
+//
+// It lists the device nodes on every call; IdleProbe is the one to call
+// periodically.
 func IdleSeconds() float64 {
 	return idleSecondsIn("/dev", time.Now())
+}
+
+// IdleDeviceRefresh is how often IdleProbe lists the terminals and input
+// devices again. Between listings it only stats the nodes it knows: a
+// glob of /dev/pts, 63 ttys and /dev/input every second cost about 70
+// system calls a second. A terminal opened since the last listing (a new
+// ssh login) is seen at most this late.
+const IdleDeviceRefresh = time.Minute
+
+// IdleProbe answers IdleSeconds from the device nodes it listed last,
+// listing them again every IdleDeviceRefresh and as soon as one is gone.
+// It is not safe for concurrent use: the daemon's owner goroutine owns it.
+type IdleProbe struct {
+	dev     string
+	devices []string
+	listed  time.Time
+}
+
+// NewIdleProbe returns a probe of the host's /dev.
+func NewIdleProbe() *IdleProbe { return &IdleProbe{dev: "/dev"} }
+
+// IdleSeconds is the time since the last user input at now, or -1 when
+// no input device can be seen; see the package's IdleSeconds.
+func (p *IdleProbe) IdleSeconds(now time.Time) float64 {
+	if p.listed.IsZero() || now.Sub(p.listed) >= IdleDeviceRefresh || now.Before(p.listed) {
+		p.devices, p.listed = idleDevices(p.dev), now
+	}
+	idle, gone := newestAccess(p.devices, now)
+	if gone {
+		// A closed terminal: list again next time, so its replacement
+		// (the same pts number reused) is not missed for a minute.
+		p.listed = time.Time{}
+	}
+	return idle
 }
 
 var idleDevicePatterns = []string{
@@ -39,36 +77,47 @@ var idleDevicePatterns = []string{
 }
 
 func idleSecondsIn(dev string, now time.Time) float64 {
-	var newest time.Time
-	found := false
+	idle, _ := newestAccess(idleDevices(dev), now)
+	return idle
+}
+
+// idleDevices lists the device nodes whose access time is user input.
+func idleDevices(dev string) []string {
+	var out []string
 	for _, pat := range idleDevicePatterns {
 		names, err := filepath.Glob(filepath.Join(dev, pat))
 		if err != nil {
 			continue
 		}
-		for _, name := range names {
-			fi, err := os.Stat(name)
-			if err != nil {
-				continue
-			}
-			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok {
-				continue
-			}
-			at := time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec))
-			if !found || at.After(newest) {
-				newest, found = at, true
-			}
+		out = append(out, names...)
+	}
+	return out
+}
+
+// newestAccess is the idle time from the newest access time of devices
+// (-1 when none can be read); gone is whether one of them has vanished.
+func newestAccess(devices []string, now time.Time) (idle float64, gone bool) {
+	var newest time.Time
+	found := false
+	for _, name := range devices {
+		var st syscall.Stat_t
+		if err := syscall.Stat(name, &st); err != nil {
+			gone = gone || errors.Is(err, syscall.ENOENT)
+			continue
+		}
+		at := time.Unix(int64(st.Atim.Sec), int64(st.Atim.Nsec))
+		if !found || at.After(newest) {
+			newest, found = at, true
 		}
 	}
 	if !found {
-		return -1
+		return -1, gone
 	}
-	idle := now.Sub(newest).Seconds()
+	idle = now.Sub(newest).Seconds()
 	if idle < 0 {
-		return 0
+		return 0, gone
 	}
-	return idle
+	return idle, gone
 }
 
 // OnBattery reports whether the host runs on batteries, from

@@ -108,3 +108,45 @@ func TestOnBatteryIn(t *testing.T) {
 		})
 	}
 }
+
+// IdleProbe lists the devices once and again only after
+// IdleDeviceRefresh or when one has gone.
+func TestIdleProbeRelists(t *testing.T) {
+	root := t.TempDir()
+	now := time.Date(2024, 1, 1, 12, 0, 0, 0, time.UTC)
+	touch := func(name string, ago time.Duration) {
+		t.Helper()
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, now.Add(-ago), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	touch("pts/0", time.Hour)
+	p := &IdleProbe{dev: root}
+	steps := []struct {
+		name  string
+		at    time.Duration
+		setup func()
+		want  float64
+	}{
+		{"first call lists", 0, nil, 3600},
+		{"a new terminal is not listed yet", time.Second, func() { touch("pts/1", 0) }, 3601},
+		{"listed again after the refresh period", IdleDeviceRefresh, nil, IdleDeviceRefresh.Seconds()},
+		{"a terminal gone: the rest still count", IdleDeviceRefresh + time.Second, func() { os.Remove(filepath.Join(root, "pts/1")); touch("pts/2", 10*time.Second) }, 3600 + IdleDeviceRefresh.Seconds() + 1},
+		{"and the next call lists again", IdleDeviceRefresh + 2*time.Second, nil, 10 + IdleDeviceRefresh.Seconds() + 2},
+	}
+	for _, s := range steps {
+		if s.setup != nil {
+			s.setup()
+		}
+		if got := p.IdleSeconds(now.Add(s.at)); got != s.want {
+			t.Fatalf("%s: idle = %g, want %g", s.name, got, s.want)
+		}
+	}
+}
