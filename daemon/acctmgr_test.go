@@ -339,3 +339,58 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 		t.Errorf("sync outside an AM: %v", err)
 	}
 }
+
+// TestAcctMgrFeedAndMessages: the AM's messages and its news feed become
+// notices under its name; leaving the AM drops them.
+func TestAcctMgrFeedAndMessages(t *testing.T) {
+	news := startProject(t, testproject.Config{Name: "news", News: &testproject.NewsFeed{Items: []testproject.NewsItem{
+		{Title: "AM news", Description: "All hosts: new projects on the AM", GUID: "am-1", PubDate: time.Now().Add(-time.Hour)},
+	}}})
+	am, err := testproject.NewAccountManager("Feed AM", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := am.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer am.Close()
+	am.SetUser(testproject.AMUser{Name: "Carol", Messages: []string{"Welcome, Carol"}, RSSFeeds: []string{news.URL() + "notices.php"}}, "pw")
+	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), config.Default(), nil)
+	if err := h.do(guirpc.AcctMgrRPC{URL: am.URL(), Name: "Carol", PasswordHash: guirpc.AcctMgrPasswordHash("Carol", "pw")}); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.amPoll(); st.ErrorNum != 0 {
+		t.Fatalf("join: %+v", st)
+	}
+	notices := func() map[string]string {
+		var l *guirpc.NoticeList
+		if err := h.d.query(context.Background(), func() { l = h.d.noticeList() }); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, n := range l.Notices {
+			m[n.Description] = n.ProjectName
+		}
+		return m
+	}
+	waitFor(t, 20*time.Second, "the AM's message and news as notices", func() bool {
+		m := notices()
+		return m["Welcome, Carol"] == "Feed AM" && strings.Contains(strings.Join(mapKeysOf(m), "\n"), "new projects on the AM")
+	})
+	if err := h.do(guirpc.AcctMgrRPC{}); err != nil {
+		t.Fatal(err)
+	}
+	for d, name := range notices() {
+		if name == "Feed AM" || strings.Contains(d, "Carol") || strings.Contains(d, "new projects on the AM") {
+			t.Errorf("after leaving, the AM's notice %q stays", d)
+		}
+	}
+}
+
+func mapKeysOf(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
