@@ -149,6 +149,12 @@ type acctMgrState struct {
 	// left is the digest of a config [account_manager] the volunteer
 	// left over GUI RPC: the unchanged config does not join it again.
 	left string
+	// A join from boincd.toml that failed (the AM down when the fleet
+	// boots, a wrong password being fixed on the AM) is tried again
+	// with the failure backoff: joinRetry is when, joinFailures how
+	// many in a row. Zero when no join is pending.
+	joinRetry    time.Time
+	joinFailures int
 }
 
 type acctMgrDone struct {
@@ -319,6 +325,12 @@ func acctMgrConfigDigest(url string, c config.AccountManager) string {
 // (or the failure backoff) has passed and the network may be used.
 func (d *Daemon) maybeAcctMgrRPC(now time.Time) {
 	info := &d.am.info
+	if info.URL == "" && !d.am.op.inFlight && !d.am.joinRetry.IsZero() && !now.Before(d.am.joinRetry) &&
+		d.cfg != nil && d.cfg.AccountManager.Enabled() && !d.networkSuspended(now) {
+		d.am.joinRetry = time.Time{}
+		d.reconcileAcctMgr(d.cfg, now)
+		return
+	}
 	if info.URL == "" || d.am.op.inFlight || now.Before(info.NextRPCTime) || d.ctx.Err() != nil {
 		return
 	}
@@ -494,6 +506,12 @@ func (d *Daemon) handleAcctMgrDone(ev acctMgrDone, now time.Time) {
 	log := d.acctMgrLog(creds.URL)
 	fail := func(num int, msg string) {
 		op.errNum, op.message = num, msg
+		if d.am.info.URL == "" && creds.Origin == originConfig {
+			d.am.joinFailures++
+			d.am.joinRetry = now.Add(acctMgrBackoff(d.am.joinFailures, d.rand.Float64()))
+			log.Warn("could not join the account manager named in boincd.toml; trying again later",
+				slog.Time("at", d.am.joinRetry), slog.Int("failures", d.am.joinFailures))
+		}
 		if d.am.info.URL != "" && d.am.info.URL == creds.URL {
 			d.am.info.Failures++
 			d.am.info.NextRPCTime = now.Add(acctMgrBackoff(d.am.info.Failures, d.rand.Float64()))
@@ -575,6 +593,7 @@ func (d *Daemon) handleAcctMgrDone(ev acctMgrDone, now time.Time) {
 		info.HostVenue = rep.HostVenue
 	}
 	d.am.info = info
+	d.am.joinRetry, d.am.joinFailures = time.Time{}, 0
 	op.errNum, op.message = 0, ""
 	if joining {
 		log.Info("joined account manager "+info.Name, slog.String("user", cmpOr(info.LoginName, "(account key)")))

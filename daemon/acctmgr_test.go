@@ -394,3 +394,42 @@ func mapKeysOf(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestAcctMgrConfigJoinRetried: a host whose boincd.toml names an AM
+// that refuses it at first (down at boot, a login being fixed) keeps
+// trying with the failure backoff, and joins once the AM accepts it.
+func TestAcctMgrConfigJoinRetried(t *testing.T) {
+	am, err := testproject.NewAccountManager("Retry AM", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := am.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer am.Close()
+	am.SetUser(testproject.AMUser{Name: "Dan", ErrorText: "account suspended"}, "pw")
+	cfg := config.Default()
+	cfg.AccountManager = config.AccountManager{URL: am.URL(), User: "Dan", PasswordHash: guirpc.AcctMgrPasswordHash("Dan", "pw")}
+	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
+	var retry time.Time
+	waitFor(t, 20*time.Second, "the refused join", func() bool {
+		if err := h.d.query(context.Background(), func() { retry = h.d.am.joinRetry }); err != nil {
+			t.Fatal(err)
+		}
+		return !retry.IsZero()
+	})
+	if d := time.Until(retry); d < 200*time.Second || d > acctMgrMinBackoff {
+		t.Errorf("join retried in %v, want the failure backoff", d)
+	}
+	if out, _ := h.amInfo(); out.URL != "" {
+		t.Fatalf("a refused join joined: %+v", out)
+	}
+	am.Update("Dan", func(u *testproject.AMUser) { u.ErrorText = "" })
+	if err := h.d.query(context.Background(), func() { h.d.am.joinRetry = time.Now().Add(-time.Second) }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the join on retry", func() bool {
+		out, info := h.amInfo()
+		return out.URL == am.URL() && info.Origin == originConfig
+	})
+}
