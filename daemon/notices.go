@@ -143,7 +143,9 @@ func (d *Daemon) noticesFromReply(p *boinc.Project, req workfetch.Request, rep *
 	if !got && requestedWork(req) {
 		d.nt.store.RemoveScheduler(p.MasterURL)
 	}
-	if rep.HasRSSFeeds {
+	// An account manager with no_project_notices keeps its projects'
+	// news feeds out of the Notices tab (the C++ client's rule).
+	if rep.HasRSSFeeds && !(p.Origin == originAcctMgr && d.am.info.NoProjectNotices) {
 		feeds := make([]notices.Feed, 0, len(rep.RSSFeeds))
 		for _, f := range rep.RSSFeeds {
 			feeds = append(feeds, notices.Feed{URL: f.URL, PollInterval: time.Duration(f.PollInterval * float64(time.Second))})
