@@ -167,11 +167,10 @@ func cppFormats() map[string]Format {
 			return nil
 		}},
 		"boincd stopped; running tasks will resume from their checkpoints": line("Exiting"),
-		"GUI RPC listening":                          journalOnly(), // the C++ client says nothing of it
-		"app_config.xml read":                        line("Found app_config.xml"),
-		"running CPU benchmarks":                     line("Running CPU benchmarks"),
-		"running CPU benchmarks (requested by user)": line("Running CPU benchmarks"),
-		"CPU benchmarks done":                        {Lines: benchmarkLines},
+		"GUI RPC listening":      journalOnly(), // the C++ client says nothing of it
+		"app_config.xml read":    line("Found app_config.xml"),
+		"running CPU benchmarks": line("Running CPU benchmarks"),
+		"CPU benchmarks done":    {Lines: benchmarkLines},
 
 		// Suspension: the transitions of what is suspended, whatever
 		// the cause (run modes, host conditions); the causes' own
