@@ -65,8 +65,9 @@ func benchDecision(b *testing.B, n int) {
 }
 
 // One full decision pass: Simulate + DebtPolicy.Priorities + Choose.
-func BenchmarkDecision1000(b *testing.B)  { benchDecision(b, 1000) }
-func BenchmarkDecision10000(b *testing.B) { benchDecision(b, 10000) }
+func BenchmarkDecision1000(b *testing.B)   { benchDecision(b, 1000) }
+func BenchmarkDecision10000(b *testing.B)  { benchDecision(b, 10000) }
+func BenchmarkDecision100000(b *testing.B) { benchDecision(b, 100000) }
 
 // The simulation's cost must grow linearly (up to the deadline sort) with
 // the queue; compare ns/op per job across these.

@@ -1,6 +1,10 @@
 package workfetch
 
 import (
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -301,5 +305,98 @@ func TestRscNames(t *testing.T) {
 	}
 	if Rsc(9).String() != "rsc?" || AMD.String() != "ATI" {
 		t.Error("String")
+	}
+}
+
+// simDigest hashes every output of a simulation, bit for bit: the
+// results, each job's verdict and its simulated start and finish.
+func simDigest(hsh hash.Hash64, out *SimResult, jobs []Job) {
+	w := func(x float64) { binary.Write(hsh, binary.LittleEndian, math.Float64bits(x)) }
+	for _, rs := range out.Rsc {
+		w(rs.Shortfall)
+		w(rs.NIdleNow)
+		w(rs.SaturatedTime)
+		w(rs.BusyTime)
+		w(rs.DeadlineMissedInstances)
+	}
+	fmt.Fprintf(hsh, "%v|%v|", out.Projects, out.MissesDeadline)
+	for j := range jobs {
+		if sj := out.scratch.jobs[j]; sj.grp >= 0 {
+			w(sj.start)
+			w(sj.finish)
+		}
+	}
+}
+
+// randomSimInput is a random queue with ties in deadlines and lengths,
+// mixed and uniform usage, several GPU types, limits, zero and missing
+// deadlines, shares and priorities.
+func randomSimInput(rng *rand.Rand) (time.Time, Host, Prefs, []Project, []Job, []float64) {
+	now := t0
+	if rng.IntN(3) == 0 {
+		now = time.Now() // a monotonic reading
+	}
+	h := Host{Instances: [NumRsc]float64{CPU: float64(1 + rng.IntN(16)), NVIDIA: float64(rng.IntN(4)), AMD: float64(rng.IntN(2)), Intel: 0.5 * float64(rng.IntN(3))},
+		RelSpeed: [NumRsc]float64{CPU: 1, NVIDIA: 5 * rng.Float64(), AMD: 3}, CPUAvail: rng.Float64(), GPUAvail: []float64{0, 0.5, 1}[rng.IntN(3)]}
+	p := Prefs{BufMin: float64(rng.IntN(3)) * 3000, BufAdditional: float64(rng.IntN(4)) * 20000}
+	projects := make([]Project, 1+rng.IntN(8))
+	prio := make([]float64, rng.IntN(len(projects)+1))
+	for i := range projects {
+		projects[i].Share = float64(rng.IntN(4))
+		if rng.IntN(5) == 0 {
+			projects[i].MaxConcurrent = 1 + rng.IntN(4)
+		}
+	}
+	for i := range prio {
+		prio[i] = -float64(rng.IntN(5)) * 5000
+	}
+	limits := rng.IntN(3) == 0
+	mixed := rng.IntN(2) == 0
+	jobs := make([]Job, rng.IntN(400))
+	for j := range jobs {
+		jb := Job{Project: rng.IntN(len(projects)+1) - rng.IntN(2), Rsc: Rsc(rng.IntN(NumRsc)), NCPUs: 1, NGPUs: 1,
+			Remaining: float64(rng.IntN(40)) * 500, Runnable: rng.IntN(5) != 0}
+		switch rng.IntN(10) {
+		case 0: // none
+		case 1:
+			jb.Deadline = now.Add(time.Duration(rng.Int64N(1e15)) - 5e14)
+		case 2: // no monotonic reading, beyond a Duration, or both
+			jb.Deadline = []time.Time{now.Round(0).Add(time.Hour), time.Unix(1<<40, 0), time.Time{}.Add(1), time.Unix(-1<<40, 5)}[rng.IntN(4)]
+		default:
+			jb.Deadline = now.Add(time.Duration(rng.IntN(50)) * 3000 * time.Second)
+		}
+		if rng.IntN(4) == 0 {
+			jb.Received = jb.Deadline.Add(-time.Duration(rng.IntN(1e6)) * time.Second)
+			jb.Estimate = float64(rng.IntN(1e5))
+		}
+		if jb.Rsc.IsGPU() {
+			jb.NCPUs = float64(rng.IntN(3)) * 0.5
+		}
+		if mixed && rng.IntN(4) == 0 {
+			jb.NCPUs, jb.NGPUs = float64(rng.IntN(3)), 0.5
+		}
+		if limits && rng.IntN(2) == 0 {
+			jb.App, jb.AppMax = 1+rng.IntN(3), 1+rng.IntN(3)
+		}
+		jobs[j] = jb
+	}
+	return now, h, p, projects, jobs, prio
+}
+
+// TestSimulateRecorded compares the simulation with what it gave on
+// random queues before its memory layout was reworked for speed: the
+// digest of every output must not change.
+func TestSimulateRecorded(t *testing.T) {
+	hsh := fnv.New64a()
+	var out SimResult // reused across runs, like the daemon's
+	for seed := range uint64(400) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		now, h, p, projects, jobs, prio := randomSimInput(rng)
+		Simulate(now, h, p, projects, jobs, prio, &out)
+		simDigest(hsh, &out, jobs)
+	}
+	const want uint64 = 0xe364d023c3527143
+	if got := hsh.Sum64(); got != want {
+		t.Errorf("digest %#x, want %#x", got, want)
 	}
 }
