@@ -292,6 +292,11 @@ type Host struct {
 	// ProductName is the device's product name as a GUI reported it
 	// (set_host_info); projects show it on the host page.
 	ProductName string `json:"product_name,omitempty"`
+	// DockerVersion and DockerType are the container engine that can run
+	// container apps ("4.9.3"; 1 Docker, 2 podman), written only when one
+	// was found: projects send container jobs only to hosts reporting one.
+	DockerVersion string `json:"docker_version,omitempty"`
+	DockerType    int    `json:"docker_type,omitempty"`
 }
 
 // Prefs are the global computing preferences in force.

@@ -67,6 +67,11 @@ func WriteHostInfo(w io.Writer, h boinc.Host, opts HostInfoOptions) error {
 	b = elemStr(b, "os_version", h.OSVersion)
 	b = elemInt(b, "n_usable_coprocs", int64(h.NUsableCoprocs))
 	b = elemInt(b, "wsl_available", b2i(opts.WSLAvailable))
+	if h.DockerVersion != "" {
+		// Both or neither, as HOST_INFO::write.
+		b = elemStr(b, "docker_version", h.DockerVersion)
+		b = elemInt(b, "docker_type", int64(h.DockerType))
+	}
 	if opts.ProductName != "" {
 		b = elemStr(b, "product_name", opts.ProductName)
 	}
@@ -174,6 +179,8 @@ type hostInfoXML struct {
 	ProductName    string  `xml:"product_name"`
 	MACAddress     string  `xml:"mac_address"`
 	VBoxVersion    string  `xml:"virtualbox_version"`
+	DockerVersion  string  `xml:"docker_version"`
+	DockerType     int     `xml:"docker_type"`
 	Coprocs        *struct {
 		Inner []byte `xml:",innerxml"`
 	} `xml:"coprocs"`
@@ -215,6 +222,7 @@ func ParseHostInfo(r io.Reader) (boinc.Host, HostInfoOptions, error) {
 			PFpops: x.PFpops, PIops: x.PIops, PMembw: x.PMembw, PCalculated: x.PCalculated,
 			MNBytes: x.MNBytes, MCache: x.MCache, MSwap: x.MSwap, DTotal: x.DTotal, DFree: x.DFree,
 			OSName: x.OSName, OSVersion: x.OSVersion, NUsableCoprocs: x.NUsableCoprocs,
+			DockerVersion: x.DockerVersion, DockerType: x.DockerType,
 		}
 		if x.DomainName != nil {
 			h.DomainName = *x.DomainName

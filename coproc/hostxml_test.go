@@ -118,6 +118,7 @@ func TestWriteHostInfoVariants(t *testing.T) {
 		contains  []string
 		excludes  []string
 		roundTrip bool
+		docker    bool // the host has podman 4.9.3
 	}{
 		{
 			name:      "escaping as xml_escape",
@@ -142,12 +143,31 @@ func TestWriteHostInfoVariants(t *testing.T) {
 			},
 			roundTrip: true,
 		},
+		{
+			// HOST_INFO::write puts the engine after wsl_available and
+			// before product_name (PROTOCOLS.md §1.3, host_info #10).
+			name:   "container engine",
+			docker: true,
+			opts:   HostInfoOptions{ProductName: "Board"},
+			contains: []string{
+				"    <wsl_available>0</wsl_available>\n    <docker_version>4.9.3</docker_version>\n    <docker_type>2</docker_type>\n    <product_name>Board</product_name>\n",
+			},
+			roundTrip: true,
+		},
+		{
+			name:      "no container engine: neither element",
+			excludes:  []string{"docker_version", "docker_type"},
+			roundTrip: true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hh := h
 			if tt.roundTrip {
 				hh.PModel = "plain"
+			}
+			if tt.docker {
+				hh.DockerVersion, hh.DockerType = "4.9.3", 2
 			}
 			var b bytes.Buffer
 			if err := WriteHostInfo(&b, hh, tt.opts); err != nil {

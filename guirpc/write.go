@@ -171,6 +171,10 @@ func writeHostInfo(w *xw, h *HostInfo) {
 	w.str(in, "os_version", h.OSVersion)
 	w.int(in, "n_usable_coprocs", int64(h.NUsableCoprocs))
 	w.int(in, "wsl_available", 0)
+	if h.DockerVersion != "" {
+		w.str(in, "docker_version", h.DockerVersion)
+		w.int(in, "docker_type", int64(h.DockerType))
+	}
 	if h.ProductName != "" {
 		w.str(in, "product_name", h.ProductName)
 	}

@@ -35,3 +35,35 @@ func TestProjectWebLinks(t *testing.T) {
 		t.Errorf("markup from a link leaked:\n%s", out)
 	}
 }
+
+// get_host_info carries the container engine as HOST_INFO::write does:
+// after wsl_available, both elements or neither.
+func TestHostInfoDocker(t *testing.T) {
+	tests := []struct {
+		name string
+		host boinc.Host
+		want string // "" : no docker elements
+	}{
+		{"podman", boinc.Host{DockerVersion: "4.9.3", DockerType: 2},
+			"    <wsl_available>0</wsl_available>\n    <docker_version>4.9.3</docker_version>\n    <docker_type>2</docker_type>\n"},
+		{"docker", boinc.Host{DockerVersion: "24.0.7", DockerType: 1},
+			"    <docker_version>24.0.7</docker_version>\n    <docker_type>1</docker_type>\n"},
+		{"none", boinc.Host{}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var w xw
+			writeHostInfo(&w, &HostInfo{Host: tc.host})
+			out := w.String()
+			if tc.want == "" {
+				if strings.Contains(out, "docker") {
+					t.Errorf("docker elements without an engine:\n%s", out)
+				}
+				return
+			}
+			if !strings.Contains(out, tc.want) {
+				t.Errorf("get_host_info lacks %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}

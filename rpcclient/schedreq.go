@@ -26,6 +26,9 @@ type SchedulerRequest struct {
 	AllowMultipleClients bool
 	Sandbox              bool
 	DontSendWork         bool
+	// DontUseDocker is <dont_use_docker/>: the volunteer keeps container
+	// apps off this host, so the server sends none (PROTOCOLS.md §1.3 #8).
+	DontUseDocker bool
 
 	WorkReqSeconds  float64
 	CPUReqSecs      float64
@@ -139,6 +142,9 @@ func (r *SchedulerRequest) write(x *xw) {
 	x.elemB("    <allow_multiple_clients>", r.AllowMultipleClients, "</allow_multiple_clients>\n")
 	x.elemB("    <sandbox>", r.Sandbox, "</sandbox>\n")
 	x.elemB("    <dont_send_work>", r.DontSendWork, "</dont_send_work>\n")
+	if r.DontUseDocker {
+		x.raw("    <dont_use_docker/>\n")
+	}
 	x.elemF("    <work_req_seconds>", r.WorkReqSeconds, "</work_req_seconds>\n")
 	x.elemF("    <cpu_req_secs>", r.CPUReqSecs, "</cpu_req_secs>\n")
 	x.elemF("    <cpu_req_instances>", r.CPUReqInstances, "</cpu_req_instances>\n")
@@ -304,6 +310,10 @@ func writeHostCoprocs(x *xw, h *boinc.Host, withCoprocs bool, coprocs string) {
 	x.elemS("    <os_version>", h.OSVersion, "</os_version>\n")
 	x.elemI("    <n_usable_coprocs>", int64(h.NUsableCoprocs), "</n_usable_coprocs>\n")
 	x.raw("    <wsl_available>0</wsl_available>\n")
+	if h.DockerVersion != "" {
+		x.elemS("    <docker_version>", h.DockerVersion, "</docker_version>\n")
+		x.elemI("    <docker_type>", int64(h.DockerType), "</docker_type>\n")
+	}
 	if h.ProductName != "" {
 		x.elemS("    <product_name>", h.ProductName, "</product_name>\n")
 	}

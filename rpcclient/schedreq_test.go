@@ -200,6 +200,57 @@ func TestWriteRequestVariants(t *testing.T) {
 	}
 }
 
+// The container engine goes in host_info after wsl_available, and
+// dont_use_docker at top level after dont_send_work (PROTOCOLS.md §1.3 #8
+// and host_info #10); neither appears when not set.
+func TestWriteRequestDocker(t *testing.T) {
+	tests := []struct {
+		name     string
+		req      SchedulerRequest
+		contains []string
+		excludes []string
+	}{
+		{
+			name: "podman found",
+			req:  SchedulerRequest{Host: boinc.Host{DockerVersion: "4.9.3", DockerType: 2}},
+			contains: []string{
+				"    <wsl_available>0</wsl_available>\n    <docker_version>4.9.3</docker_version>\n    <docker_type>2</docker_type>\n</host_info>\n",
+			},
+			excludes: []string{"dont_use_docker"},
+		},
+		{
+			name:     "none found",
+			excludes: []string{"docker_version", "docker_type", "dont_use_docker"},
+		},
+		{
+			name: "dont_use_docker",
+			req:  SchedulerRequest{DontUseDocker: true},
+			contains: []string{
+				"    <dont_send_work>0</dont_send_work>\n    <dont_use_docker/>\n    <work_req_seconds>",
+			},
+			excludes: []string{"docker_version"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if _, err := tc.req.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.contains {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("request lacks %q:\n%s", w, buf.String())
+				}
+			}
+			for _, w := range tc.excludes {
+				if strings.Contains(buf.String(), w) {
+					t.Errorf("request has %q", w)
+				}
+			}
+		})
+	}
+}
+
 // Non-ASCII bytes of an app's stderr reach the report as &#N;, as the C++
 // client writes them (moved here from the task runner, which had the
 // conversion but never used it).

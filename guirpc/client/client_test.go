@@ -529,6 +529,9 @@ func TestSyntheticForms(t *testing.T) {
 </file_transfers>`)
 	host := frame(`<host_info>
     <p_ncpus>8</p_ncpus>
+    <wsl_available>0</wsl_available>
+    <docker_version>4.9.3</docker_version>
+    <docker_type>2</docker_type>
     <coprocs>
 <coproc_cuda>
    <count>2</count>
@@ -583,6 +586,9 @@ func TestSyntheticForms(t *testing.T) {
 	}
 	if len(h.Coprocs) != 2 || h.Coprocs[0] != (Coproc{"NVIDIA", 2, "NVIDIA H200", 1e14}) || h.Coprocs[1].Type != "intel_gpu" {
 		t.Errorf("coprocs %+v", h.Coprocs)
+	}
+	if h.DockerVersion != "4.9.3" || h.DockerType != 2 {
+		t.Errorf("container engine %q type %d, want 4.9.3 type 2", h.DockerVersion, h.DockerType)
 	}
 }
 

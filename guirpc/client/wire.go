@@ -704,6 +704,8 @@ type wireHostInfo struct {
 	OSVersion      string      `xml:"os_version"`
 	NUsableCoprocs xmlInt      `xml:"n_usable_coprocs"`
 	Coprocs        wireCoprocs `xml:"coprocs"`
+	DockerVersion  string      `xml:"docker_version"`
+	DockerType     xmlInt      `xml:"docker_type"`
 }
 
 func (w *wireHostInfo) hostInfo() HostInfo {
@@ -729,6 +731,8 @@ func (w *wireHostInfo) hostInfo() HostInfo {
 		OSVersion:      trim(w.OSVersion),
 		NUsableCoprocs: int(w.NUsableCoprocs),
 		Coprocs:        w.Coprocs.list,
+		DockerVersion:  trim(w.DockerVersion),
+		DockerType:     int(w.DockerType),
 	}
 }
 
