@@ -87,5 +87,7 @@
 // FetcherByName, without a fork of the loop. A variant that keeps its own
 // accounting implements Observer (fed each step's use); a policy whose
 // priorities are not in instance-seconds implements Charger (the
-// schedule's Input.Charge).
+// schedule's Input.Charge); one that comes with its own client's work
+// fetch implements PairedFetcher (REC and the C++ client's REC-era fetch,
+// used when the scenario names no work_fetch).
 package sim

@@ -48,6 +48,13 @@ type Charger interface {
 	Charge(h workfetch.Host) float64
 }
 
+// PairedFetcher may be implemented by a Policy that comes with its own
+// client's work fetch (the C++ client's REC: RECFetcher): a scenario that
+// leaves work_fetch empty, and Options that leave Fetcher nil, get it.
+type PairedFetcher interface {
+	Fetcher() Fetcher
+}
+
 // CoreScheduler is taskrunner/schedule: EDF for tasks the simulation
 // says will miss their deadline, then round-robin by priority. It keeps
 // scratch space between calls, so one value serves one run at a time.
@@ -128,6 +135,8 @@ func FetcherByName(name string) (Fetcher, error) {
 		return CoreFetcher{NoGuard: true}, nil
 	case "wf1":
 		return WF1Fetcher{}, nil
+	case "rec":
+		return &RECFetcher{}, nil
 	}
-	return nil, fmt.Errorf("unknown work fetch %q: want wf2 (core), wf2-noguard or wf1", name)
+	return nil, fmt.Errorf("unknown work fetch %q: want wf2 (core), wf2-noguard, wf1 or rec", name)
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"sort"
 	"time"
 
 	"github.com/boincd/boincd/workfetch"
@@ -11,9 +12,10 @@ import (
 const RECHalfLife = 10 * 86400.0
 
 // RECPolicy is the C++ client's project priority (SCHEDULING §1.2): each
-// project's REC is an exponentially decayed average (half-life
-// HalfLife) of the processing it received on all resources, weighted by
-// RelSpeed (CPU-equivalent seconds per day instead of cobblestones: the
+// project's REC (recent estimated credit) is an exponentially decayed
+// average (half-life HalfLife, update_average) of the processing it
+// received on all resources, weighted by each resource's peak speed
+// (RelSpeed: CPU-equivalent seconds per day instead of cobblestones; the
 // priority depends only on ratios, so the p_fpops × COBBLESTONE_SCALE
 // factor cancels). Priority is −rec_frac/rs_frac, and −1000 − rec_frac
 // for zero-share projects, so a project with no recent use comes first
@@ -21,7 +23,15 @@ const RECHalfLife = 10 * 86400.0
 //
 // It keeps state between steps, so one value serves one run: it gets its
 // use through Observer and lowers priorities within a scheduling pass
-// through Charger (adjust_rec_sched).
+// through Charger (adjust_rec_sched, workfetch.RECSchedBump).
+//
+// The C++ client asks for work by the same REC, its own way (RECFetcher:
+// the queued-work penalty and the whole shortfall from one project), and
+// that, more than the priority, sets how projects mix on the host: a
+// scenario that names priority "rec" and no work_fetch gets RECFetcher
+// (Fetcher), so "rec" is the C++ client's rules. REC priority under
+// boincd's own fetch is work_fetch = "wf2" (the study's "REC priority"
+// before issue 19).
 type RECPolicy struct {
 	// HalfLife in seconds; not positive means RECHalfLife.
 	HalfLife float64
@@ -54,8 +64,9 @@ func (r *RECPolicy) halfLife() float64 {
 
 // recEligible: the projects whose shares and RECs form the sums. The C++
 // client uses the projects with a runnable job for the schedule and those
-// that can request work for fetch; one priority serves both here, so a
-// project counts if either holds and it is not suspended.
+// that can request work for fetch (RECFetcher recomputes the fetch's
+// sums); Priorities serves both, so a project counts if either holds and
+// it is not suspended.
 func recEligible(p *workfetch.Project, i int, sim *workfetch.SimResult) bool {
 	if p.Suspended {
 		return false
@@ -158,17 +169,44 @@ func (r *RECPolicy) Observe(now time.Time, h workfetch.Host, projects []workfetc
 // 1/24 of the job's share of the host's peak speed, so one
 // CPU-equivalent lowers −rec_frac by 1/(24 × Σ Instances·RelSpeed)
 // before the schedule divides by the share fraction.
-func (r *RECPolicy) Charge(h workfetch.Host) float64 {
-	total := 0.0
-	for k := range workfetch.NumRsc {
-		if h.Instances[k] > 0 {
-			total += h.Instances[k] * relSpeedOf(h, workfetch.Rsc(k))
+func (r *RECPolicy) Charge(h workfetch.Host) float64 { return workfetch.RECSchedBump(h) }
+
+// Fetcher implements PairedFetcher: the C++ client's REC-era work fetch,
+// using this policy's RECs.
+func (r *RECPolicy) Fetcher() Fetcher { return &RECFetcher{rec: r} }
+
+// fetchPriorities is project_priority_init(true): the priorities over
+// the projects that can request work (not suspended, no NoFetch reason),
+// whose shares and RECs form the sums; the others get −1000 − rec_frac,
+// they are not asked anyway.
+func (r *RECPolicy) fetchPriorities(projects []workfetch.Project, out []float64) []float64 {
+	out = append(out[:0], make([]float64, len(projects))...)
+	rsSum, recSum := 0.0, 0.0
+	for i := range projects {
+		if canRequestWork(&projects[i]) {
+			rsSum += shareOf(&projects[i])
+			recSum += r.REC(i)
 		}
 	}
-	if total <= 0 {
-		return 0
+	if recSum == 0 {
+		recSum = 1
 	}
-	return 1 / (24 * total)
+	for i := range projects {
+		recFrac := r.REC(i) / recSum
+		rs := shareOf(&projects[i])
+		if rs == 0 || rsSum == 0 || !canRequestWork(&projects[i]) {
+			out[i] = -1000 - recFrac
+			continue
+		}
+		out[i] = -recFrac / (rs / rsSum)
+	}
+	return out
+}
+
+// canRequestWork is the C++ client's PROJECT::can_request_work as far as
+// the emulator models it.
+func canRequestWork(p *workfetch.Project) bool {
+	return p.NoFetch == "" && !p.Suspended && !p.NoNewTasks
 }
 
 // relSpeedOf is RelSpeed with the schedule's convention that 0 counts as
@@ -183,3 +221,195 @@ func relSpeedOf(h workfetch.Host, r workfetch.Rsc) float64 {
 	}
 	return s
 }
+
+// RECFetcher is the C++ client's work fetch of the REC era
+// (work_fetch.cpp WORK_FETCH::setup, choose_project and set_request;
+// SCHEDULING §3.3), without boincd's deadline guard:
+//
+//  1. Fetch priority: the REC priority over the projects that can request
+//     work (the policy's priorities when not paired with a RECPolicy),
+//     less each project's queued work over the buffer
+//     (workfetch.RECFetchPenalty).
+//  2. Projects in decreasing fetch priority; the first one that may fetch
+//     some resource (no project or resource reason: NoFetch, suspended,
+//     no new tasks, too many jobs, no apps for it, a job deferred by a
+//     max_concurrent limit, backed off, a zero share while the resource is
+//     saturated beyond min(BufMin, 180 s)) saturated for less than
+//     Prefs.Min() is asked for it.
+//  3. The request: that resource's whole shortfall (not the project's
+//     share of it; 1 s with a wacky DCF), and instances
+//     max(idle now, instances × fetchable share − its queued usage); also
+//     every other resource saturated for less than Prefs.Total() for which
+//     no higher-priority project could fetch (backed off is no bar
+//     there). A zero-share project asks only for an idle instance (1 s,
+//     one instance).
+//
+// It keeps scratch space, so one value serves one run at a time.
+type RECFetcher struct {
+	rec   *RECPolicy
+	fp    []float64
+	order []int
+}
+
+// Name implements Fetcher.
+func (*RECFetcher) Name() string { return "rec" }
+
+// Choose implements Fetcher.
+func (f *RECFetcher) Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, projects []workfetch.Project, sim *workfetch.SimResult, prio []float64) workfetch.Decision {
+	d := workfetch.Decision{Request: workfetch.Request{Project: -1}}
+	if sim == nil {
+		return d
+	}
+	wbmin, wbtot := p.Min(), p.Total()
+	projOK := func(i int) bool {
+		if !canRequestWork(&projects[i]) {
+			return false
+		}
+		if i < len(sim.Projects) {
+			t := 0
+			for _, x := range sim.Projects[i].NRunnable {
+				t += x
+			}
+			if t > workfetch.MaxRunnableJobs {
+				return false
+			}
+		}
+		return true
+	}
+	rscOK := func(i int, r workfetch.Rsc, backedOffOK bool) bool {
+		pr := &projects[i]
+		switch {
+		case pr.NoRsc[r]:
+			return false
+		case i < len(sim.Projects) && sim.Projects[i].Deferred[r]:
+			return false
+		case shareOf(pr) == 0 && sim.Rsc[r].SaturatedTime > min(wbmin, 180):
+			return false
+		}
+		return backedOffOK || !pr.State.Backoff[r].Active(now)
+	}
+	// 1. Fetch priorities, sorted (ties: the projects' order).
+	if f.rec != nil {
+		f.fp = f.rec.fetchPriorities(projects, f.fp)
+	} else {
+		f.fp = f.fp[:0]
+		for i := range projects {
+			v := 0.0
+			if i < len(prio) && !math.IsNaN(prio[i]) {
+				v = prio[i]
+			}
+			f.fp = append(f.fp, v)
+		}
+	}
+	f.order = f.order[:0]
+	for i := range projects {
+		if i < len(sim.Projects) {
+			f.fp[i] -= workfetch.RECFetchPenalty(sim.Projects[i].Queue, h, wbtot)
+		}
+		f.order = append(f.order, i)
+	}
+	sort.SliceStable(f.order, func(a, b int) bool { return f.fp[f.order[a]] > f.fp[f.order[b]] })
+	// compute_shares: the shares of the projects that may fetch each
+	// resource.
+	var shareSum [workfetch.NumRsc]float64
+	for i := range projects {
+		if !projOK(i) {
+			continue
+		}
+		for r := range workfetch.NumRsc {
+			if rscOK(i, workfetch.Rsc(r), false) {
+				shareSum[r] += shareOf(&projects[i])
+			}
+		}
+	}
+	var found [workfetch.NumRsc]int
+	for r := range found {
+		found[r] = -1
+	}
+	has := func(r workfetch.Rsc) bool { return h.Instances[r] > 0 }
+	// 2. The first project that may fetch a resource below the low mark.
+	for _, i := range f.order {
+		if !projOK(i) {
+			continue
+		}
+		target := workfetch.Rsc(-1)
+		for r := range workfetch.NumRsc {
+			r := workfetch.Rsc(r)
+			if !has(r) || !rscOK(i, r, false) {
+				continue
+			}
+			if found[r] < 0 {
+				found[r] = i
+			}
+			if sim.Rsc[r].SaturatedTime < wbmin {
+				target = r
+				break
+			}
+		}
+		if target < 0 {
+			continue
+		}
+		// 3. The request.
+		req := &d.Request
+		pr := &projects[i]
+		for r := range workfetch.NumRsc {
+			r := workfetch.Rsc(r)
+			if !has(r) {
+				continue
+			}
+			rs := &sim.Rsc[r]
+			if r != target {
+				if found[r] >= 0 && found[r] != i {
+					continue
+				}
+				if !(rs.SaturatedTime < wbtot) || !rscOK(i, r, true) {
+					continue
+				}
+			}
+			if shareOf(pr) == 0 {
+				if rs.NIdleNow > 0 {
+					req.Secs[r], req.Instances[r] = 1, 1
+				}
+				continue
+			}
+			secs := rs.Shortfall
+			if wackyDCF(pr.State.DCF) {
+				secs = 1
+			}
+			fs := 1.0
+			if shareSum[r] > 0 {
+				fs = shareOf(pr) / shareSum[r]
+			}
+			used := 0.0
+			if i < len(sim.Projects) {
+				used = sim.Projects[i].NUsed[r]
+			}
+			inst := max(rs.NIdleNow, h.Instances[r]*fs-used, 0)
+			if inst > 0 && !(secs > 0) {
+				secs = 1
+			}
+			if secs > 0 {
+				req.Secs[r], req.Instances[r] = secs, inst
+			}
+		}
+		for r := range workfetch.NumRsc {
+			if req.Secs[r] > 0 {
+				req.Project = i
+				req.Reason = target.String() + " saturated for less than the low-water mark"
+				return d
+			}
+		}
+		*req = workfetch.Request{Project: -1}
+	}
+	return d
+}
+
+// wackyDCF is the C++ client's test for a DCF too far off to trust.
+func wackyDCF(dcf float64) bool {
+	return dcf != 0 && (dcf < workfetch.DCFWackyLow || dcf > workfetch.DCFWackyHigh)
+}
+
+var (
+	_ PairedFetcher = (*RECPolicy)(nil)
+	_ Fetcher       = (*RECFetcher)(nil)
+)

@@ -157,6 +157,9 @@ func Run(ctx context.Context, sc *Scenario, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("%s: %w", sc.where(0), err)
 		}
 	}
+	if pf, ok := opt.Policy.(PairedFetcher); ok && opt.Fetcher == nil && sc.Policies.WorkFetch == "" {
+		opt.Fetcher = pf.Fetcher()
+	}
 	if opt.Fetcher == nil {
 		if opt.Fetcher, err = FetcherByName(sc.Policies.WorkFetch); err != nil {
 			return nil, fmt.Errorf("%s: %w", sc.where(0), err)

@@ -1,6 +1,10 @@
 package workfetch
 
-import "github.com/boincd/boincd/boinc"
+import (
+	"math"
+
+	"github.com/boincd/boincd/boinc"
+)
 
 // REC is the C++ client's "recent estimated credit" (SCHEDULING §1.2):
 // boincd schedules by debt, but the GUIs show REC and the priority the
@@ -69,4 +73,63 @@ func RECPriority(rec, share []float64, eligible []bool, out []float64) []float64
 		out[i] = -recFrac / (share[i] / shareSum)
 	}
 	return out
+}
+
+// RECPeakSpeed is the C++ client's total_peak_flops over p_fpops: the
+// host's peak speed in CPU equivalents, Σ Instances[r] × RelSpeed[r]
+// over the resources it has (the CPU counts 1 per instance).
+func RECPeakSpeed(h Host) float64 {
+	total := 0.0
+	for r := range NumRsc {
+		n := h.Instances[r]
+		if !(n > 0) || math.IsInf(n, 0) {
+			continue
+		}
+		s := 1.0
+		if Rsc(r) != CPU {
+			s = relSpeed(&h, Rsc(r))
+		}
+		total += n * s
+	}
+	return total
+}
+
+// RECSchedBump is adjust_rec_sched (SCHEDULING §1.2): each job the
+// scheduler (or the round-robin simulation) tentatively selects raises
+// its project's rec_frac by peak_flops(job)/total_peak_flops/24, about an
+// hour of the host's credit, so one pass interleaves projects. This is
+// the rise per CPU equivalent of the job's use, 1/(24 × RECPeakSpeed);
+// the priority −rec_frac/rs_frac then falls by it over rs_frac. 0 for a
+// host with nothing to compute on.
+func RECSchedBump(h Host) float64 {
+	t := RECPeakSpeed(h)
+	if !(t > 0) {
+		return 0
+	}
+	return 1 / (24 * t)
+}
+
+// RECFetchPenalty is the adjustment WORK_FETCH::setup makes to the REC
+// priority before choosing whom to ask for work (work_fetch.cpp, §3.3
+// step 6): every queued job lowers its project's priority by its
+// est_flops_remaining / (wbtot × total_peak_flops). queue is the
+// project's queued instance-seconds per resource (ProjSim.Queue), wbtot
+// the buffer's high-water mark in seconds (Prefs.Total).
+func RECFetchPenalty(queue [NumRsc]float64, h Host, wbtot float64) float64 {
+	t := RECPeakSpeed(h)
+	if !(t > 0) || !(wbtot > 0) {
+		return 0
+	}
+	q := 0.0
+	for r := range NumRsc {
+		if !(h.Instances[r] > 0) || !(queue[r] > 0) {
+			continue
+		}
+		s := 1.0
+		if Rsc(r) != CPU {
+			s = relSpeed(&h, Rsc(r))
+		}
+		q += queue[r] * s
+	}
+	return q / (wbtot * t)
 }
