@@ -141,7 +141,9 @@ func (r *Runner) classify(t *task, ps *os.ProcessState, waitErr error, s exitSna
 		info.Message = fmt.Sprintf("cannot wait for process %d: %v", t.pid, waitErr)
 		return info
 	}
-	info.CPUTime = max(info.CPUTime, t.startCPU+(ps.UserTime()+ps.SystemTime()).Seconds())
+	if !t.container {
+		info.CPUTime = max(info.CPUTime, t.startCPU+(ps.UserTime()+ps.SystemTime()).Seconds())
+	}
 	info.ExitStatus = ps.ExitCode()
 	sig, signaled := exitSignal(ps)
 	if signaled {

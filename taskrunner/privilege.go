@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 )
 
 // AppPolicy says which account science apps run as. Apps are untrusted
@@ -56,6 +58,27 @@ func (r *Runner) AppPolicy() (AppPolicy, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.policy, r.policySet
+}
+
+// AsApp makes cmd run as the account apps run as under the current
+// policy (app_user), with that account's HOME, USER and LOGNAME; it does
+// nothing when apps run as the daemon's own account. A check that must
+// hold for the apps, such as whether a container engine works for them
+// (rootless podman keeps its storage per user), runs its commands so.
+func (r *Runner) AsApp(cmd *exec.Cmd) {
+	r.mu.Lock()
+	acct := r.account
+	r.mu.Unlock()
+	if acct == nil {
+		return
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	runAs(cmd, acct)
 }
 
 // AppsBlocked returns why no task can start under the current policy, or

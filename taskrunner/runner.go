@@ -104,6 +104,13 @@ type TaskSpec struct {
 	// DontThrottle exempts the task from the CPU throttle (app version
 	// dont_throttle, non-CPU-intensive apps).
 	DontThrottle bool
+	// Container marks a container app (a plan class naming docker): its
+	// work runs in processes the engine starts, which are not the app's
+	// children, so its CPU time is what the app reports (the wrapper
+	// reads the container's), never the process tree's; and it is not
+	// throttled, since pausing the wrapper would not pause the container
+	// (the C++ client never throttles GPU, vbox or docker versions).
+	Container bool
 }
 
 // Status is one running task as seen at a Poll.
@@ -131,6 +138,11 @@ type Status struct {
 	Suspended   bool
 	Throttled   bool
 	WantNetwork bool
+	// HostCPUTime is the CPU time the task has cost this host: CPUTime,
+	// plus for a container task the CPU of its own processes (wrapper,
+	// engine CLI) in this run, which CPUTime leaves out. It is what
+	// counts as BOINC's when the load of other programs is measured.
+	HostCPUTime float64
 }
 
 // Outcome classifies a process exit (client/app_control.cpp
@@ -314,6 +326,7 @@ type task struct {
 	fpopsBound   float64 // for the elapsed-limit message
 	flops        float64
 	throttleable bool
+	container    bool // TaskSpec.Container
 	// diskPaths are the project-directory outputs counted as disk usage.
 	diskPaths []string
 
@@ -322,6 +335,7 @@ type task struct {
 	elapsed      float64
 	lastTick     time.Time
 	cpu          float64
+	treeCPU      float64 // container task: its process tree's, this run
 	ckptCPU      float64
 	ckptElapsed  float64
 	fraction     float64
@@ -559,6 +573,7 @@ func (r *Runner) Poll(now time.Time) []Status {
 			Slot:                  t.slot,
 			PID:                   t.pid,
 			CPUTime:               t.cpu,
+			HostCPUTime:           t.cpu + t.treeCPU,
 			CheckpointCPUTime:     t.ckptCPU,
 			CheckpointElapsedTime: t.ckptElapsed,
 			FractionDone:          t.fraction,
@@ -613,7 +628,11 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 		t.wssSmoothed = smoothWSS(t.wssSmoothed, u.rss, now.Sub(t.wssTime))
 		t.wssTime = now
 		t.peakWSS = max(t.peakWSS, u.rss)
-		t.cpu = max(t.cpu, t.startCPU+u.cpu)
+		if t.container {
+			t.treeCPU = max(t.treeCPU, u.cpu)
+		} else {
+			t.cpu = max(t.cpu, t.startCPU+u.cpu)
+		}
 	}
 	if t.api && t.shm != nil {
 		r.flushQueue(t)

@@ -360,6 +360,75 @@ func TestPollPlainProgram(t *testing.T) {
 	}
 }
 
+// A container task's CPU time is what it reports, never its process
+// tree's (the wrapper and the engine CLI are overhead; the container's
+// processes are not its children); the tree's CPU still counts as
+// BOINC's (HostCPUTime) when other programs' load is measured.
+func TestPollContainerTaskCPU(t *testing.T) {
+	tests := []struct {
+		name      string
+		container bool
+	}{{"plain", false}, {"container", true}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, Config{})
+			e.writeApp(t, appFile, "#!/bin/sh\nwhile :; do :; done\n")
+			spec := e.spec("")
+			spec.Result.CheckpointCPUTime = 0
+			spec.Container = tc.container
+			if _, _, err := e.runner.Start(context.Background(), spec); err != nil {
+				t.Fatal(err)
+			}
+			var st []Status
+			waitFor(t, "CPU time", 10*time.Second, func() bool {
+				st = e.runner.Poll(time.Now())
+				return len(st) == 1 && st[0].HostCPUTime > 0.05
+			})
+			if tc.container && st[0].CPUTime != 0 {
+				t.Errorf("container task CPU time %v from its process tree; want only what it reports (0)", st[0].CPUTime)
+			}
+			if !tc.container && st[0].CPUTime != st[0].HostCPUTime {
+				t.Errorf("plain task: CPU time %v, host CPU time %v", st[0].CPUTime, st[0].HostCPUTime)
+			}
+			if err := e.runner.Abort(spec.Result.Key()); err != nil {
+				t.Fatal(err)
+			}
+			x := waitEvent(t, e.events, 10*time.Second).Exit
+			if tc.container && x.CPUTime != 0 {
+				t.Errorf("container task's final CPU time %v from rusage", x.CPUTime)
+			}
+			if !tc.container && x.CPUTime < 0.05 {
+				t.Errorf("plain task's final CPU time %v", x.CPUTime)
+			}
+		})
+	}
+}
+
+// A container task is never throttled: pausing its wrapper would not
+// pause the container.
+func TestContainerTaskNotThrottled(t *testing.T) {
+	e := newTestEnv(t, Config{})
+	e.writeApp(t, appFile, "#!/bin/sh\nsleep 30\n")
+	spec := e.spec("")
+	spec.Container = true
+	if _, _, err := e.runner.Start(context.Background(), spec); err != nil {
+		t.Fatal(err)
+	}
+	e.runner.SetThrottle(10)
+	now := time.Now()
+	for i := 0; i < 30; i++ {
+		for _, s := range e.runner.Poll(now.Add(time.Duration(i) * time.Second)) {
+			if s.Throttled {
+				t.Fatalf("container task throttled at %d s", i)
+			}
+		}
+	}
+	if err := e.runner.Abort(spec.Result.Key()); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, e.events, 10*time.Second)
+}
+
 func TestQuitGraceKillsUnresponsiveAPIApp(t *testing.T) {
 	e := newTestEnv(t, Config{QuitGrace: 300 * time.Millisecond})
 	// Claims the API but never reads the control channel.

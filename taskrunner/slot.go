@@ -293,7 +293,8 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int, acct *App
 		maxDisk:      spec.MaxDisk,
 		fpopsBound:   spec.WU.RscFpopsBound,
 		flops:        spec.Version.Flops,
-		throttleable: spec.GPUType == "" && !spec.DontThrottle,
+		throttleable: spec.GPUType == "" && !spec.DontThrottle && !spec.Container,
+		container:    spec.Container,
 		diskPaths:    diskPaths,
 	}
 	t.cmd, err = buildCommand(spec, dir, projDir, esc, main, acct)
