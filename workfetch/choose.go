@@ -24,6 +24,7 @@ const (
 	WhyOverworked    = "overworked: debt for this resource below −max(1 day, buffer)"
 	WhyNotChosen     = "no work-fetch rule selects this project"
 	WhyDeadlineTight = "another job would finish too close to its deadline (deadline guard)"
+	WhyCannotFinish  = "a job of the project cannot finish by its deadline even started now (deadline guard)"
 	// WhyMaxConcurrent is the C++ client's wording: a job of the project
 	// on this resource cannot run for app_config.xml's max_concurrent or
 	// project_max_concurrent, so more work would only wait.
@@ -70,12 +71,23 @@ type chooser struct {
 	allZero  bool // no project has a share: all count as equal
 	open     bool // hysteresis gate: some resource is below the low-water mark
 	sumShare [NumRsc]float64
-	guard    float64 // Prefs.DeadlineGuard in effect; 0 = off
+	guard    float64         // Prefs.DeadlineGuard in effect; 0 = off
+	avail    [NumRsc]float64 // Host.CPUAvail or GPUAvail
+	queued   [NumRsc]float64 // every project's ProjSim.Queue
 }
 
 func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int) {
 	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override, guard: p.guard()}
 	c.allZero = true
+	for r := range NumRsc {
+		c.avail[r] = h.CPUAvail
+		if Rsc(r).IsGPU() {
+			c.avail[r] = h.GPUAvail
+		}
+		for p := range sim.Projects {
+			c.queued[r] += sim.Projects[p].Queue[r]
+		}
+	}
 	for i := range projects {
 		if positive(projects[i].Share) {
 			c.allZero = false
@@ -148,19 +160,132 @@ func (c *chooser) projectWhy(i int) string {
 	return ""
 }
 
-// tight is the deadline guard: one more of project i's typical jobs for
-// r, started when r's first instance frees, would end after guard × the
-// project's latency bound. Deadline-checking servers (WS2) admit a job
-// whose expected end is just inside its deadline; buffering such jobs is
-// what wastes work at low slack, since an availability dip then makes
-// them late (docs/policy-study.md). An idle instance is never held back.
-func (c *chooser) tight(i int, r Rsc) bool {
+// room is the request-size rule, the deadline guard's half that a
+// server cannot undo: how many more of project i's typical jobs for r
+// (its longest job's wall time w, its shortest latency bound L) the
+// host can take so that each is expected to end in time; noCap when the
+// guard is off, unknownRoom when nothing of the project is queued for r.
+//
+// Why a cap on the request and not only a veto on asking: a stock BOINC
+// server (the "plain check": estimated delay + run time ≤ L) sends
+// whatever was asked as long as each job on its own could start and
+// finish in time, and it takes the request's delay as the *least* busy
+// instance's. A request sized by the buffer shortfall, or one made for
+// an idle instance, is then filled with jobs that queue behind each
+// other and end after their deadline. A server that screens with EDF
+// (WS2) refuses those itself; one that checks nothing (WS1) is worse.
+// Asking only for what fits makes the host safe whatever the server.
+//
+// What fits: a job that starts at once on an idle instance needs only
+// to end by L, since nothing the client does can make it end sooner (so
+// an idle CPU stays fed whenever a job can make it at all). Jobs queued
+// behind must end a margin before L (margin), the on-time an
+// availability dip may take. They fit while the instance-seconds up to
+// then, less the simulation's queue (every project's: they share the
+// instances) and the jobs started now, hold them; a new job has the
+// latest deadline, so under EDF the queue goes first and only its total
+// matters, as long as the first new job can start in time (at
+// SaturatedTime, or at its share of the instances when the queue is
+// other projects'). If even an idle instance cannot finish one job by
+// L, nothing is asked: the job would only be wasted.
+func (c *chooser) room(i int, r Rsc) float64 {
 	g := c.guard
 	q := c.ps(i)
-	if g <= 0 || q.Latency[r] <= 0 || q.JobWall[r] <= 0 {
-		return false
+	L, w := q.Latency[r], q.JobWall[r]
+	if g <= 0 {
+		return noCap
 	}
-	return c.sim.Rsc[r].SaturatedTime+q.JobWall[r] > g*q.Latency[r]
+	if !(L > 0) || !(w > 0) {
+		return unknownRoom
+	}
+	if w > L {
+		return 0
+	}
+	// Jobs using u instances each see n/u slots.
+	u := c.usage(i, r)
+	rs := &c.sim.Rsc[r]
+	avail := availability(c.avail[r])
+	queued := c.queued[r] / (avail * u)
+	slots, idle := c.n[r]/u, min(rs.NIdleNow, c.n[r])/u
+	d := L - margin(g, L)
+	now := 0.0 // jobs that start at once on the idle slots
+	if idle > idleEps {
+		now = math.Ceil(idle - 1e-6)
+	}
+	if w > d {
+		return now
+	}
+	if now == 0 {
+		start := rs.SaturatedTime
+		if sh := c.fshare(i, r) * slots; sh > idleEps {
+			start = min(start, q.Queue[r]/(avail*u)/sh)
+		}
+		if start+w > d {
+			return 0
+		}
+	}
+	return now + max(0, math.Floor((slots*d-queued-now*w)/w+1e-9))
+}
+
+// usage is the instances one of project i's jobs for r uses: their
+// mean over its queued jobs, 1 when none is queued.
+func (c *chooser) usage(i int, r Rsc) float64 {
+	q := c.ps(i)
+	if q.NRunnable[r] > 0 {
+		return min(max(q.NUsed[r]/float64(q.NRunnable[r]), 0.01), c.n[r])
+	}
+	return 1
+}
+
+// room's answers besides a number of jobs.
+const (
+	noCap       = -1 // the guard is off: the C++ client's request
+	unknownRoom = -2 // no job of the project queued for the resource
+)
+
+// tight reports that the request-size rule leaves no room for project
+// i on r.
+func (c *chooser) tight(i int, r Rsc) bool { return c.room(i, r) == 0 }
+
+// capSize applies the request-size rule to a request of secs and inst
+// for project i on r: at most room(i, r) jobs. Servers count a job
+// against the request by its estimated wall time × usage, so the
+// seconds stop half a job short of one more.
+func (c *chooser) capSize(i int, r Rsc, secs, inst float64) (float64, float64) {
+	k := c.room(i, r)
+	switch k {
+	case noCap:
+		return secs, inst
+	case unknownRoom:
+		// Nothing of the project is queued for r, so neither its
+		// bound nor its job length is known here: one job (1 s, and
+		// the instances asked for), as from a newly attached
+		// project; its reply tells the next request how much fits.
+		return min(secs, 1), inst
+	}
+	if k == 0 {
+		return 0, 0
+	}
+	u := c.usage(i, r)
+	return min(secs, (k-0.5)*c.ps(i).JobWall[r]*u), min(inst, k*u)
+}
+
+// marginRef is where the deadline guard's margin stops growing in
+// proportion to the latency bound: half a day, above the bounds where
+// the policy study calibrated it (slack 1.5–3 on 3.6-hour jobs: 5.4–11
+// hours).
+const marginRef = 43200.0
+
+// margin is how long before its deadline a queued job is expected to
+// end at the latest: (1 − guard) × the bound up to marginRef, then
+// growing as its square root. The margin covers the availability the
+// host may lack before the job ends; over a longer span the on and off
+// periods average out (the deviation of the on time grows as the square
+// root of the span), so a proportional margin would idle a host that
+// must carry days of work between connections (2-day connection
+// interval, 2.5-day bound: docs/policy-study.md).
+func margin(g, L float64) float64 {
+	return (1 - g) * math.Sqrt(L*min(L, marginRef))
 }
 
 // rscWhy is why project i may not be asked for resource r ("" if it may).
@@ -223,7 +348,7 @@ func (c *chooser) candidate(i int, r Rsc, k criterion) bool {
 	if k != critIdle && wackyDCF(c.projects[i].State.DCF) {
 		return false
 	}
-	if k != critIdle && c.tight(i, r) {
+	if c.tight(i, r) {
 		return false
 	}
 	if (k == critMinor || k == critStarved) && c.overworked(i, r) {
@@ -303,7 +428,7 @@ func (c *chooser) size(i int, r Rsc) (secs, inst float64) {
 	rs := &c.sim.Rsc[r]
 	if c.share(i) == 0 {
 		if rs.NIdleNow > idleEps {
-			return 1, rs.NIdleNow
+			return c.capSize(i, r, 1, rs.NIdleNow)
 		}
 		return 0, 0
 	}
@@ -319,6 +444,7 @@ func (c *chooser) size(i int, r Rsc) (secs, inst float64) {
 	if secs > 0 && wackyDCF(c.projects[i].State.DCF) {
 		secs = 1
 	}
+	secs, inst = c.capSize(i, r, secs, inst)
 	if secs > 0 || inst > 0 {
 		secs = max(secs, 1)
 	}
@@ -379,6 +505,11 @@ func anySecs(req *Request) bool {
 //     shares of the projects that may fetch it), Instances =
 //     max(instances × share − its queued usage, idle now × share), Secs at
 //     least 1 when anything is asked.
+//  5. The deadline guard (Prefs.DeadlineGuard, off under the C++
+//     client's rules) caps each resource's request at the jobs that can
+//     end in time (room), asks a project with nothing queued for the
+//     resource for one job, and makes a project for which no job fits
+//     no candidate, idle instance or not.
 //
 // NotFetching gives a reason for every (project, resource the host has)
 // that is not in the request; the strings are constants (or the project's
@@ -447,6 +578,9 @@ func (c *chooser) whyNot(pi int, r Rsc, chosen int, k criterion) string {
 	case wackyDCF(c.projects[pi].State.DCF):
 		return WhyWackyDCF
 	case c.tight(pi, r):
+		if q := c.ps(pi); q.JobWall[r] > q.Latency[r] {
+			return WhyCannotFinish
+		}
 		return WhyDeadlineTight
 	case c.share(pi) == 0:
 		return WhyZeroShare

@@ -24,6 +24,11 @@ func busyJobs(n int) []ProjSim {
 
 var backedOff = Backoff{Interval: 600, Until: at(300)}
 
+// cppBuf is buf under the C++ client's rules (no deadline guard): the
+// tables below check its request sizes, made from projects whose jobs'
+// bounds the core is not told.
+var cppBuf = func() Prefs { p := buf; p.DeadlineGuard = DeadlineGuardOff; return p }()
+
 func whyOf(d Decision, p int, r Rsc) string {
 	for _, nf := range d.NotFetching {
 		if nf.Project == p && nf.Rsc == r {
@@ -215,7 +220,7 @@ func TestChoose(t *testing.T) {
 			}
 			sim := &SimResult{Projects: ps}
 			sim.Rsc[CPU], sim.Rsc[NVIDIA] = tc.cpu, tc.gpu
-			d := Choose(t0, twoRsc, buf, tc.projects, sim, tc.prio)
+			d := Choose(t0, twoRsc, cppBuf, tc.projects, sim, tc.prio)
 			req := d.Request
 			if req.Project != tc.project || (tc.project >= 0 && req.Reason != tc.reason) {
 				t.Fatalf("chose %d (%q), want %d (%q); reasons %+v", req.Project, req.Reason, tc.project, tc.reason, d.NotFetching)
@@ -284,30 +289,41 @@ func TestRequestFor(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			req := RequestFor(tc.i, t0, twoRsc, buf, projects, sim, tc.prio)
+			req := RequestFor(tc.i, t0, twoRsc, cppBuf, projects, sim, tc.prio)
 			if req.Project != tc.want || !nearArr(req.Secs, tc.secs) || req.Reason == "" {
 				t.Errorf("got %+v, want project %d secs %v", req, tc.want, tc.secs)
 			}
 		})
 	}
 	// Choose itself skips the backed-off project.
-	if d := Choose(t0, twoRsc, buf, projects, sim, []float64{10, 5, 1, 1}); d.Request.Project != 1 {
+	if d := Choose(t0, twoRsc, cppBuf, projects, sim, []float64{10, 5, 1, 1}); d.Request.Project != 1 {
 		t.Errorf("Choose picked %d", d.Request.Project)
 	}
 }
 
-// End to end: a host with nothing queued asks for work.
+// End to end: a host with nothing queued asks for work. Under the C++
+// client's rules project b is asked for its share of the GPU's
+// shortfall; with the deadline guard, which knows nothing of b's jobs
+// yet, for one job (1 s and its share of the instances).
 func TestSimulateThenChoose(t *testing.T) {
 	projects := []Project{{Name: "a", Share: 1}, {Name: "b", Share: 1}}
 	jobs := []Job{cpuJob(0, 50000), cpuJob(0, 50000), cpuJob(0, 50000), cpuJob(0, 50000)}
-	var sim SimResult
-	Simulate(t0, twoRsc, buf, projects, jobs, nil, &sim)
-	prio := DebtPolicy{}.Priorities(projects, twoRsc, &sim, nil)
-	d := Choose(t0, twoRsc, buf, projects, &sim, prio)
-	if d.Request.Project != 1 || d.Request.Reason != "NVIDIA has an idle instance" || d.Request.Secs[NVIDIA] != 5000 || d.Request.Instances[NVIDIA] != 0.5 {
-		t.Errorf("request %+v", d.Request)
-	}
-	if d.Request.WorkReqSeconds() != 5000 {
-		t.Errorf("work_req_seconds %v", d.Request.WorkReqSeconds())
+	for _, tc := range []struct {
+		name string
+		p    Prefs
+		secs float64
+	}{{"C++ rules", cppBuf, 5000}, {"deadline guard", buf, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var sim SimResult
+			Simulate(t0, twoRsc, tc.p, projects, jobs, nil, &sim)
+			prio := DebtPolicy{}.Priorities(projects, twoRsc, &sim, nil)
+			d := Choose(t0, twoRsc, tc.p, projects, &sim, prio)
+			if d.Request.Project != 1 || d.Request.Reason != "NVIDIA has an idle instance" || d.Request.Secs[NVIDIA] != tc.secs || d.Request.Instances[NVIDIA] != 0.5 {
+				t.Errorf("request %+v", d.Request)
+			}
+			if d.Request.WorkReqSeconds() != tc.secs {
+				t.Errorf("work_req_seconds %v", d.Request.WorkReqSeconds())
+			}
+		})
 	}
 }

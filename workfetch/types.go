@@ -75,13 +75,17 @@ type Host struct {
 type Prefs struct {
 	BufMin        float64 // work_buf_min_days × 86400
 	BufAdditional float64 // work_buf_additional_days × 86400
-	// DeadlineGuard is boincd's guard against buffering jobs that would
-	// finish too close to their deadlines: a project is not asked for
-	// more of a resource (beyond an idle instance's need) while one more
-	// of its typical jobs, queued behind the work already there, would
-	// end later than DeadlineGuard × its latency bound. 0 means
-	// DefaultDeadlineGuard; DeadlineGuardOff turns it off (the C++
-	// client's behaviour). See docs/policy-study.md for why.
+	// DeadlineGuard is boincd's guard against jobs that would finish
+	// after, or too close to, their deadlines. A project is asked for
+	// at most the jobs that the round-robin simulation's queue leaves
+	// room for: one per idle instance if it can end within the latency
+	// bound, and behind the queue as many as end a margin before it —
+	// (1 − DeadlineGuard) × the bound, growing only as the bound's
+	// square root beyond half a day — and for nothing while even that
+	// is none (choose.go room). Since the request itself is capped, a
+	// server that fills whatever is asked cannot overfill the host. 0
+	// means DefaultDeadlineGuard; DeadlineGuardOff turns it off (the
+	// C++ client's behaviour). See docs/policy-study.md for why.
 	DeadlineGuard float64
 }
 
