@@ -53,6 +53,9 @@ type Options struct {
 	AbortJobsOnExit          bool
 	ExitWhenIdle             bool
 	SuppressNetInfo          bool
+	// DontUseDocker keeps container apps off this host: no engine is
+	// looked for, and scheduler requests say <dont_use_docker/>.
+	DontUseDocker bool
 }
 
 // ExcludeGPU is one <exclude_gpu>: a project (and optionally one device,
@@ -141,6 +144,7 @@ var options = map[string]option{
 	"abort_jobs_on_exit":         flagOpt(func(o *Options, v bool) { o.AbortJobsOnExit = v }),
 	"exit_when_idle":             flagOpt(func(o *Options, v bool) { o.ExitWhenIdle = v }),
 	"suppress_net_info":          flagOpt(func(o *Options, v bool) { o.SuppressNetInfo = v }),
+	"dont_use_docker":            flagOpt(func(o *Options, v bool) { o.DontUseDocker = v }),
 }
 
 // unsupported are CC_CONFIG options boincd reads past without acting on
@@ -151,7 +155,7 @@ var unsupported = map[string]string{
 	"allow_gui_rpc_get": "0", "allow_multiple_clients": "0", "alt_platform": "", "client_download_url": "",
 	"client_new_version_text": "", "client_version_check_url": "", "disallow_attach": "0",
 	"dont_contact_ref_site": "0", "dont_suspend_nci": "0", "dont_use_vbox": "0", "dont_use_wsl": "0",
-	"dont_use_docker": "0", "exclude_gpu_app": "", "exit_after_finish": "0", "exit_before_start": "0",
+	"exclude_gpu_app": "", "exit_after_finish": "0", "exit_before_start": "0",
 	"force_auth": "default", "http_1_0": "0", "lower_client_priority": "0", "max_event_log_lines": "2000",
 	"no_alt_platform": "0", "no_opencl": "0", "no_priority_change": "0", "no_rdp_check": "0",
 	"os_random_only": "0", "process_priority": "-1", "process_priority_special": "-1",

@@ -249,3 +249,29 @@ func TestGPUVersionsNeedBoth(t *testing.T) {
 		t.Errorf("problems %q", got)
 	}
 }
+
+// dont_use_docker is acted on (container apps, package container), no
+// longer read past as unsupported.
+func TestDontUseDocker(t *testing.T) {
+	tests := []struct {
+		name string
+		xml  string
+		want bool
+	}{
+		{"flag", "<dont_use_docker/>", true},
+		{"one", "<dont_use_docker>1</dont_use_docker>", true},
+		{"zero", "<dont_use_docker>0</dont_use_docker>", false},
+		{"absent", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cc, probs := ParseCC("cc_config.xml", []byte("<cc_config><options>"+tc.xml+"</options></cc_config>"))
+			if len(probs) != 0 || len(cc.Unsupported) != 0 {
+				t.Fatalf("problems %v, unsupported %v", problemTexts(probs), cc.Unsupported)
+			}
+			if cc.Options.DontUseDocker != tc.want {
+				t.Errorf("DontUseDocker = %v, want %v", cc.Options.DontUseDocker, tc.want)
+			}
+		})
+	}
+}

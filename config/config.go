@@ -73,6 +73,11 @@ type Config struct {
 	// AllowRootApps lets apps run as root when the daemon is root and no
 	// AppUser is set. Off by default: such a daemon refuses to start apps.
 	AllowRootApps bool `toml:"allow_root_apps"`
+	// DontUseDocker keeps container apps (Docker/podman jobs, BOINC's
+	// BUDA apps) off this host: no engine is looked for and projects are
+	// told not to send such jobs (the C++ client's cc_config
+	// dont_use_docker; this key wins over cc_config.xml's).
+	DontUseDocker bool `toml:"dont_use_docker"`
 
 	GUIRPC   GUIRPC    `toml:"gui_rpc"`
 	Metrics  Metrics   `toml:"metrics"`

@@ -95,6 +95,9 @@ var overlaps = []overlap{
 		apply: func(s *settings, c *config.Config, _ flagSettings) {
 			s.ExcludeGPUs, s.GPUExclude = nil, c.GPUExclude
 		}},
+	{option: "dont_use_docker", tomlKey: "dont_use_docker",
+		toml:  func(c *config.Config) (string, bool) { return boolText(c.DontUseDocker), c.DontUseDocker },
+		apply: func(s *settings, c *config.Config, _ flagSettings) { s.DontUseDocker = c.DontUseDocker }},
 	{option: "skip_cpu_benchmarks",
 		flag:  func(f flagSettings) bool { return f.skipBenchmarks },
 		apply: func(s *settings, _ *config.Config, f flagSettings) { s.SkipCPUBenchmarks = f.skipBenchmarks }},
@@ -150,7 +153,7 @@ var optionNames = []string{
 	"save_stats_days", "rec_half_life_days", "start_delay", "skip_cpu_benchmarks",
 	"exclusive_app", "exclusive_gpu_app", "unsigned_apps_ok", "allow_remote_gui_rpc",
 	"max_stderr_file_size", "max_stdout_file_size", "no_info_fetch", "dont_check_file_sizes",
-	"abort_jobs_on_exit", "exit_when_idle", "suppress_net_info",
+	"abort_jobs_on_exit", "exit_when_idle", "suppress_net_info", "dont_use_docker",
 }
 
 // optionText is an option's value as the effective table shows it.
@@ -248,6 +251,8 @@ func optionText(o *ccconfig.Options, name string) string {
 		return boolText(o.ExitWhenIdle)
 	case "suppress_net_info":
 		return boolText(o.SuppressNetInfo)
+	case "dont_use_docker":
+		return boolText(o.DontUseDocker)
 	}
 	return ""
 }
@@ -410,13 +415,17 @@ func (d *Daemon) hostNCPUs() int {
 }
 
 // reportedHost is the host as projects and GUIs see it: ncpus replaces
-// the CPU count, and suppress_net_info leaves out the domain name and
-// IP address (HOST_INFO::write with suppress_net_info).
+// the CPU count, suppress_net_info leaves out the domain name and IP
+// address (HOST_INFO::write with suppress_net_info), and the container
+// engine found is named unless dont_use_docker (docker.go).
 func (d *Daemon) reportedHost() boinc.Host {
 	h := d.host
 	h.PNCPUs = d.hostNCPUs()
 	if d.cc.eff.SuppressNetInfo {
 		h.DomainName, h.IPAddr = "", ""
+	}
+	if e, ok := d.containerEngine(); ok {
+		h.DockerVersion, h.DockerType = e.Version, int(e.Type)
 	}
 	return h
 }

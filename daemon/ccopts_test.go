@@ -86,6 +86,21 @@ func TestEffectiveSettingsPrecedence(t *testing.T) {
 			},
 			sources:   map[string]string{"exclude_gpu": fromTOML},
 			conflicts: []string{"exclude_gpu:0:http://a.example/"}},
+		{name: "dont_use_docker from cc_config.xml", toml: "", cc: "<dont_use_docker/>",
+			check: func(t *testing.T, s settings) {
+				if !s.DontUseDocker {
+					t.Errorf("%+v", s.Options)
+				}
+			},
+			sources: map[string]string{"dont_use_docker": fromCC}},
+		{name: "dont_use_docker: boincd.toml wins", toml: "dont_use_docker = false\n", cc: "<dont_use_docker>1</dont_use_docker>",
+			check: func(t *testing.T, s settings) {
+				if s.DontUseDocker {
+					t.Errorf("%+v", s.Options)
+				}
+			},
+			sources:   map[string]string{"dont_use_docker": fromTOML},
+			conflicts: []string{"dont_use_docker:false:true"}},
 		{name: "command line", toml: "", flags: flagSettings{noGPUs: true, skipBenchmarks: true}, cc: "<no_gpus>0</no_gpus>",
 			check: func(t *testing.T, s settings) {
 				if !s.NoGPUs || !s.SkipCPUBenchmarks {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/eventlog"
 	"github.com/boincd/boincd/guirpc"
@@ -60,6 +61,10 @@ type Options struct {
 	// without NVML (no cgo, not Linux) coproc.NVML only explains why there
 	// is none, so a mock cannot be given there.
 	NVML coproc.NVML
+	// Containers runs the container engine's programs (podman, docker;
+	// docker.go); nil runs the real ones as app_user. Tests hand a
+	// scripted engine here.
+	Containers container.Runner
 
 	PollInterval      time.Duration // task/transfer poll, default 1 s
 	WorkFetchInterval time.Duration // periodic work-fetch check, default 60 s
@@ -189,6 +194,7 @@ type Daemon struct {
 	hostc           *hostState
 	benchRunning    bool
 	gpu             gpuState
+	ctr             containerState // the container engine (docker.go)
 	health          healthState
 	nt              noticeState // the Notices tab (notices.go)
 	elog            *eventlog.Log
@@ -452,6 +458,7 @@ func (d *Daemon) step(now time.Time) {
 		return
 	}
 	d.maybeProbeGPUs(now)
+	d.maybeContainers(now)
 	d.checkHealth(now)
 	d.logSuspendChanges(now)
 	if d.benchmarksDue(now) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/internal/testproject"
 )
 
@@ -148,6 +149,9 @@ func testOptions(dataDir string, logs *logBuffer, cfg *config.Config) Options {
 		QuitGrace:            time.Second,
 		BenchmarkDuration:    -1,
 		Seed:                 42,
+		// No container engine: the machine's own docker or podman is
+		// never run by a test that does not ask for one (docker_unix_test.go).
+		Containers: container.Exec{Env: []string{"PATH="}},
 	}
 }
 

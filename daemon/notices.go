@@ -188,6 +188,9 @@ func (d *Daemon) syncClientNotices(now time.Time) {
 			})
 		}
 	}
+	if n, ok := d.containerNotice(); ok {
+		want = append(want, n)
+	}
 	d.nt.store.SyncClient(want, now)
 	d.nt.store.Expire(now)
 	d.saveNotices()

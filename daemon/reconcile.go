@@ -265,6 +265,8 @@ func (d *Daemon) dropProjectWork(url string) {
 	deleteProjectKeys(d.st.files, url)
 	deleteProjectKeys(d.st.versions, url)
 	deleteProjectKeys(d.st.apps, url)
+	// The project's images and containers are no task's any more.
+	d.containerCleanupSoon()
 }
 
 // deleteProjectKeys drops a project's entities from one state map; keys
@@ -297,6 +299,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleFeedFetched(ev, now)
 	case acctMgrDone:
 		d.handleAcctMgrDone(ev, now)
+	default:
+		d.handleContainerEvent(ev)
 	}
 }
 

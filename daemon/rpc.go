@@ -293,6 +293,7 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 		PRRSFraction:          frac,
 		DCF:                   d.schedState(p.MasterURL).DCF,
 		DontSendWork:          p.NoNewTasks || p.DetachPending,
+		DontUseDocker:         d.dontUseDocker(),
 		WorkReqSeconds:        work.WorkReqSeconds(),
 		CPUReqSecs:            secs,
 		CPUReqInstances:       inst,

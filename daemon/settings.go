@@ -44,6 +44,7 @@ func (d *Daemon) settingsAction(a guirpc.Action, now time.Time) error {
 		return nil
 	case guirpc.ResetHostInfo:
 		d.reprobeHost()
+		d.redetectContainers()
 		return nil
 	case guirpc.ReadConfigFile:
 		path, err := d.configFilePath(a.File, a.URL)

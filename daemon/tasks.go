@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/metrics"
 	"github.com/boincd/boincd/taskrunner"
 	"github.com/boincd/boincd/workfetch"
@@ -195,6 +196,9 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		MaxMemory:  d.memoryLimit(wu),
 		MaxDisk:    wu.RscDiskBound,
 	}
+	// A container app's work runs in the engine's processes: its CPU
+	// time is what it reports, and it is not throttled (taskrunner).
+	spec.Container = container.IsApp(v.PlanClass)
 	if app.NonCPUIntensive {
 		// Non-CPU-intensive apps (network monitors and the like) run as
 		// long as they like and are never throttled.
@@ -269,7 +273,9 @@ func (d *Daemon) pollTasks(now time.Time) {
 	statuses := d.runner.Poll(now)
 	own := make(map[string]float64, len(statuses))
 	for _, s := range statuses {
-		own[s.ResultKey] = s.CPUTime
+		// HostCPUTime: a container task's wrapper and engine CLI are
+		// BOINC's load too, beside what the container used.
+		own[s.ResultKey] = s.HostCPUTime
 	}
 	d.evaluateHost(now, own)
 	for _, s := range statuses {

@@ -16,15 +16,19 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/coproc"
 )
 
-const probeHelp = `usage: boincd probe [--json] [--xml] [--benchmark [--benchmark-seconds S]] [--dir DIR]
+const probeHelp = `usage: boincd probe [--json] [--xml] [--benchmark [--benchmark-seconds S]] [--no-containers] [--dir DIR]
 
 Shows what boincd finds on this host: CPU (logical and physical count,
 vendor, model, flags that plan classes test), memory and swap, the disk
-holding DIR, the operating system, NVIDIA GPUs (or why none was found)
-and, with --benchmark, the CPU benchmarks run now on every CPU (Whetstone
+holding DIR, the operating system, NVIDIA GPUs (or why none was found),
+the container engine for container apps (podman or Docker, which must
+run a container as the user running this command: the hello-world
+image may be pulled; --no-containers skips the check) and, with
+--benchmark, the CPU benchmarks run now on every CPU (Whetstone
 floating point and Dhrystone integer speed per CPU, as the daemon runs
 them at first start, when the CPU changes and every 5 days).
 
@@ -46,8 +50,10 @@ type probeDoc struct {
 	OS         probeOSDoc     `json:"os"`
 	Benchmarks *probeBenchDoc `json:"benchmarks,omitempty"`
 	GPUs       probeGPUDoc    `json:"gpus"`
-	HostInfo   string         `json:"host_info_xml"`
-	Warnings   []string       `json:"warnings,omitempty"`
+	// Containers is nil with --no-containers.
+	Containers *probeContainerDoc `json:"containers,omitempty"`
+	HostInfo   string             `json:"host_info_xml"`
+	Warnings   []string           `json:"warnings,omitempty"`
 }
 
 type probeCPUDoc struct {
@@ -89,6 +95,14 @@ type probeBenchDoc struct {
 	Seconds     float64 `json:"seconds"`
 }
 
+type probeContainerDoc struct {
+	Type    string `json:"type"` // docker, podman or none
+	Version string `json:"version,omitempty"`
+	Program string `json:"program,omitempty"`
+	// NotFound says why none works; empty when one does.
+	NotFound string `json:"not_found,omitempty"`
+}
+
 type probeGPUDoc struct {
 	NVIDIA probeNVIDIADoc `json:"nvidia"`
 }
@@ -112,6 +126,7 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 	bench := fs.Bool("benchmark", false, "run the CPU benchmarks now")
 	benchSecs := fs.Float64("benchmark-seconds", 1, "seconds per benchmark kernel")
 	dir := fs.String("dir", ".", "data directory whose filesystem is measured")
+	noContainers := fs.Bool("no-containers", false, "skip the container engine check")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -129,7 +144,11 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	doc := probe(ctx, *dir, *bench, time.Duration(*benchSecs*float64(time.Second)))
+	var engines container.Runner
+	if !*noContainers {
+		engines = container.Exec{}
+	}
+	doc := probe(ctx, *dir, *bench, time.Duration(*benchSecs*float64(time.Second)), engines)
 	for _, w := range doc.Warnings {
 		fmt.Fprintln(stderr, "warning:", w)
 	}
@@ -151,8 +170,9 @@ func runProbe(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// probe gathers everything the command shows.
-func probe(ctx context.Context, dir string, bench bool, benchDur time.Duration) probeDoc {
+// probe gathers everything the command shows; engines runs the container
+// engine's programs (nil: no container check).
+func probe(ctx context.Context, dir string, bench bool, benchDur time.Duration, engines container.Runner) probeDoc {
 	h, x, warns := coproc.ProbeHostExtra(ctx, dir)
 	var doc probeDoc
 	for _, w := range warns {
@@ -172,6 +192,16 @@ func probe(ctx context.Context, dir string, bench bool, benchDur time.Duration) 
 
 	doc.GPUs.NVIDIA = probeGPUs(ctx)
 	h.NUsableCoprocs = doc.GPUs.NVIDIA.Usable
+	if engines != nil {
+		doc.Containers = probeContainers(ctx, dir, engines)
+		if doc.Containers.Version != "" {
+			h.DockerVersion = doc.Containers.Version
+			h.DockerType = int(container.Docker)
+			if doc.Containers.Type == container.Podman.String() {
+				h.DockerType = int(container.Podman)
+			}
+		}
+	}
 
 	if bench {
 		start := time.Now()
@@ -188,6 +218,15 @@ func probe(ctx context.Context, dir string, bench bool, benchDur time.Duration) 
 	_ = coproc.WriteHostInfo(&hi, h, coproc.HostInfoOptions{})
 	doc.HostInfo = hi.String()
 	return doc
+}
+
+// probeContainers runs the daemon's detection (container.Detector) as
+// the user running the command.
+func probeContainers(ctx context.Context, dir string, engines container.Runner) *probeContainerDoc {
+	res := (&container.Detector{Runner: engines, DataDir: dir}).Detect(ctx)
+	return &probeContainerDoc{
+		Type: res.Engine.Type.String(), Version: res.Engine.Version, Program: res.Engine.CLI, NotFound: res.Reason,
+	}
 }
 
 // probeGPUs is the GPU section: the NVIDIA probe through NVML (with the
@@ -282,11 +321,28 @@ func writeProbe(w io.Writer, d *probeDoc) {
 	for _, wn := range n.Warnings {
 		row("warning", "%s", wn)
 	}
+
+	section("Containers")
+	switch c := d.Containers; {
+	case c == nil:
+		row("not checked", "--no-containers")
+	case c.Version != "":
+		row("engine", "%s %s (program %s; docker_type %d in host_info)", c.Type, c.Version, c.Program, dockerType(c.Type))
+	default:
+		row("engine", "none: %s", c.NotFound)
+	}
 	_ = tw.Flush()
 	// Section titles get padded like cells; drop the trailing blanks.
 	for line := range strings.Lines(buf.String()) {
 		io.WriteString(w, strings.TrimRight(line, " \n")+"\n")
 	}
+}
+
+func dockerType(t string) int {
+	if t == container.Podman.String() {
+		return int(container.Podman)
+	}
+	return int(container.Docker)
 }
 
 func orUnknown(s string) string {

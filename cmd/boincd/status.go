@@ -44,6 +44,9 @@ request, 2 usage.
 --json prints one JSON document (with --watch, one per refresh):
   address, time                     server address, client's "now" (RFC 3339)
   client{version, platform, host_name, ncpus, executing_as_daemon}
+  container_engine{type, version, status}   the Docker/podman engine for container
+                                    apps: type docker|podman with its version, or
+                                    "none" with why (from the event log) in status
   network_status                    online | need connection | don't need connection | reconnecting
   cpu, gpu, network                 {mode, perm_mode, mode_expires_in_secs,
                                      suspended, suspend_reason (bitmask), suspend_reasons[]}
@@ -293,6 +296,9 @@ type statusSession struct {
 	seqno  int
 	nf     notFetchingSet
 	cfg    configSources
+	// docker is the newest "Docker: …" event-log line's text after
+	// "Docker: ": why no engine is used.
+	docker string
 }
 
 func (s *statusSession) close() {
@@ -305,7 +311,7 @@ func (s *statusSession) close() {
 func (s *statusSession) connect(ctx context.Context) error {
 	// A new connection may be to a restarted client whose event log
 	// starts again at 1.
-	s.seqno, s.nf, s.cfg = 0, notFetchingSet{}, configSources{}
+	s.seqno, s.nf, s.cfg, s.docker = 0, notFetchingSet{}, configSources{}, ""
 	hint := func(err error) error {
 		// The dial error repeats the address; keep only its cause.
 		var op *net.OpError
@@ -393,6 +399,9 @@ func (s *statusSession) query(ctx context.Context) (*statusDoc, error) {
 	for _, m := range msgs {
 		s.nf.add(m)
 		s.cfg.add(m)
+		if rest, ok := strings.CutPrefix(m.Body, "Docker: "); ok {
+			s.docker = rest
+		}
 		if m.Seqno > s.seqno {
 			s.seqno = m.Seqno
 		}
@@ -403,6 +412,7 @@ func (s *statusSession) query(ctx context.Context) (*statusDoc, error) {
 	}
 	doc := buildStatus(s.opts.addr, now, cc, st, xfers, s.nf.list())
 	doc.ConfigSources = s.cfg.list()
+	doc.Containers = containerEngine(st.HostInfo, s.docker)
 	setProjectSources(doc, st, s.opts.configProjects)
 	return doc, nil
 }
@@ -427,6 +437,42 @@ type statusDoc struct {
 	// their defaults and where each value came from (nil: the event log
 	// holds no "config sources" table, e.g. a C++ client).
 	ConfigSources []configSourceDoc `json:"config_sources"`
+	// Containers is the container engine for container apps.
+	Containers containerDoc `json:"container_engine"`
+}
+
+type containerDoc struct {
+	Type    string `json:"type"` // docker, podman or none
+	Version string `json:"version,omitempty"`
+	// Status says why there is none: the daemon's "Docker: …" event-log
+	// line ("not usable: podman not installed; …", "not used
+	// (dont_use_docker)"), or that it has not said yet.
+	Status string `json:"status,omitempty"`
+}
+
+// containerEngine is the engine host_info names (<docker_version>,
+// <docker_type>), else the reason the event log gives.
+func containerEngine(h client.HostInfo, logged string) containerDoc {
+	if h.DockerVersion != "" {
+		typ := "docker"
+		if h.DockerType == 2 {
+			typ = "podman"
+		}
+		return containerDoc{Type: typ, Version: h.DockerVersion}
+	}
+	if logged == "" || strings.HasPrefix(logged, "version ") {
+		// The detection has not ended (or runs again), or the client
+		// does not say.
+		logged = "none reported"
+	}
+	return containerDoc{Type: "none", Status: logged}
+}
+
+func (c containerDoc) String() string {
+	if c.Type == "none" {
+		return "none: " + c.Status
+	}
+	return c.Type + " " + c.Version
 }
 
 type configSourceDoc struct {
@@ -900,6 +946,9 @@ func renderStatus(w io.Writer, d *statusDoc, loc *time.Location) error {
 		m    modeDoc
 	}{{"CPU", d.CPU}, {"GPU", d.GPU}, {"Network", d.Network}} {
 		fmt.Fprintf(bw, "  %-8s %s\n", m.name+":", modeLine(m.m))
+	}
+	if d.Containers.Type != "" {
+		fmt.Fprintf(bw, "  %-8s %s\n", "Docker:", d.Containers)
 	}
 	for _, h := range d.Health {
 		fmt.Fprintf(bw, "  WARNING %s: %s (since %s)\n", h.Name, h.Message, h.Since.In(loc).Format("2006-01-02 15:04"))

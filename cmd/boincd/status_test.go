@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/boincd/boincd/guirpc/client"
 )
 
 const guiFixtures = "../../guirpc/client/testdata"
@@ -191,6 +193,7 @@ func TestStatusFixtureText(t *testing.T) {
 		"0:01:24", // time left of task 1 (83.5 s)
 		"(in 6d 23h)",
 		"TRANSFERS (0)",
+		"Docker:  none: none reported",
 		"WHY NO WORK IS BEING FETCHED",
 		`no "not requesting work" messages`,
 	} {
@@ -247,6 +250,7 @@ func TestStatusSynthetic(t *testing.T) {
 		msg(11, "", `Config sources set=2 files="/var/lib/boincd/boincd.toml, /var/lib/boincd/cc_config.xml"`, 1795268050) +
 		msg(12, "", `Config setting name=ncpus value=2 source=cc_config.xml`, 1795268050) +
 		msg(13, "", `Config setting name=no_gpus value=true source="command line"`, 1795268050) +
+		msg(14, "", `Docker: not usable: podman not installed; docker not installed`, 1795268050) +
 		"</msgs>")
 	s := startOpServer(t, replies)
 	dir := t.TempDir()
@@ -274,6 +278,7 @@ func TestStatusSynthetic(t *testing.T) {
 		"all     don't need",
 		"BOINC Reference Fake Project  ATI     GPU excluded by cc_config (just now)\n  BOINC Reference Fake Project  CPU",
 		"CONFIG (set values and where they came from; everything else is the default)\n  ncpus    2     cc_config.xml\n  no_gpus  true  command line\n",
+		"  Docker:  none: not usable: podman not installed; docker not installed\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q", want)
@@ -523,5 +528,30 @@ func TestStatusWatchReconnects(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "PROJECTS (1)"); n < 2 {
 		t.Errorf("%d renders:\n%s", n, out.String())
+	}
+}
+
+// The engine comes from host_info when one is reported, else the reason
+// from the daemon's "Docker: …" event-log line.
+func TestStatusContainerEngine(t *testing.T) {
+	tests := []struct {
+		name   string
+		host   client.HostInfo
+		logged string
+		want   string
+	}{
+		{"podman", client.HostInfo{DockerVersion: "4.9.3", DockerType: 2}, "version 4.9.3 (podman) program=podman", "podman 4.9.3"},
+		{"docker", client.HostInfo{DockerVersion: "24.0.7", DockerType: 1}, "", "docker 24.0.7"},
+		{"none, why logged", client.HostInfo{}, "not usable: podman not installed; docker not installed", "none: not usable: podman not installed; docker not installed"},
+		{"dont_use_docker", client.HostInfo{}, "not used (dont_use_docker)", "none: not used (dont_use_docker)"},
+		{"not said", client.HostInfo{}, "", "none: none reported"},
+		{"found earlier, detecting again", client.HostInfo{}, "version 4.9.3 (podman)", "none: none reported"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := containerEngine(tc.host, tc.logged).String(); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
