@@ -48,6 +48,9 @@ type simJob struct {
 	deadline   float64 // simulated seconds
 	received   float64
 	seq        int
+	// deadlineT, receivedT and runStartT are deadline, received and
+	// runStart on the core's clock, converted once rather than per step.
+	deadlineT, receivedT, runStartT time.Time
 
 	running    bool
 	runStart   float64
@@ -103,6 +106,9 @@ type engine struct {
 	flops float64 // one CPU's FLOPS
 	avail *availability
 	on    bool
+	// nowT is t on the core's clock (now), converted once per t.
+	nowT  time.Time
+	nowAt float64
 
 	projs     []simProject
 	core      []workfetch.Project
@@ -240,7 +246,10 @@ func newEngine(sc *Scenario, opt Options) *engine {
 }
 
 func (e *engine) now() time.Time {
-	return epoch.Add(time.Duration(math.Round(e.t * 1e9)))
+	if e.t != e.nowAt || e.nowT.IsZero() {
+		e.nowT, e.nowAt = epoch.Add(time.Duration(math.Round(e.t*1e9))), e.t
+	}
+	return e.nowT
 }
 
 // attach adds the projects whose attach time has come. A new project
@@ -457,9 +466,9 @@ func (e *engine) buildJobs() {
 			NCPUs:     j.ncpus,
 			NGPUs:     j.ngpus,
 			Remaining: e.remaining(j),
-			Deadline:  epoch.Add(time.Duration(j.deadline * 1e9)),
+			Deadline:  j.deadlineT,
 			Runnable:  true,
-			Received:  epoch.Add(time.Duration(j.received * 1e9)),
+			Received:  j.receivedT,
 			Estimate:  e.static(j),
 		})
 	}
@@ -505,7 +514,7 @@ func (e *engine) decide() {
 			Deadline:       e.wjobs[i].Deadline,
 			MissesDeadline: miss,
 			Running:        j.running,
-			RunStart:       epoch.Add(time.Duration(j.runStart * 1e9)),
+			RunStart:       j.runStartT,
 			// The emulated apps checkpoint continuously (as in BCE), so
 			// preempting one loses nothing.
 			LastCheckpoint: now,
@@ -541,6 +550,7 @@ func (e *engine) decide() {
 		if !j.running {
 			j.running = true
 			j.runStart = e.t
+			j.runStartT = epoch.Add(time.Duration(e.t * 1e9))
 		}
 		if as.EDF {
 			j.onceRanEDF = true
@@ -764,4 +774,8 @@ func (e *engine) makeJob(pi, ai int) {
 		seq:      e.seq,
 		lastMiss: -1,
 	})
+	j := &e.jobs[len(e.jobs)-1]
+	j.deadlineT = epoch.Add(time.Duration(j.deadline * 1e9))
+	j.receivedT = epoch.Add(time.Duration(j.received * 1e9))
+	j.runStartT = epoch
 }

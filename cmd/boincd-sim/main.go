@@ -1,6 +1,5 @@
 // Command boincd-sim is boincd's client emulator and policy study: a tool
-// for whoever tunes the scheduler, kept out of the daemon so that the
-// daemon binary links none of the emulator's plotting stack (as BOINC's
+// for whoever tunes the scheduler, kept out of the daemon (as BOINC's
 // emulator is separate from its client).
 //
 //	boincd-sim [--seed N] [--days D] [--json] SCENARIO.toml   emulate the scheduler
@@ -11,6 +10,17 @@
 // simulation, schedule, work fetch, debts) against a simulated host and
 // simulated project servers. Scenario format and formulas: sim/README.md;
 // the study: docs/policy-study.md.
+//
+// The policy study, with its plots, is the command boincd-sim-sweep
+// (./boincd-sim-sweep), which --sweep runs: the emulator itself links
+// none of the plotting stack (gonum/plot, go-latex, fpdf, svgo), whose
+// fonts and initialisation cost every run about 5 MB of resident memory.
+// One emulation is one goroutine, so boincd-sim also caps the runtime at
+// two threads running Go code (the second for the concurrent garbage
+// collector) and collects at half the default heap growth (GOGC=50):
+// memory then stays the same whatever the host's CPU count, under BOINC's
+// emulator's (bench/emulator). GOMAXPROCS and GOGC in the environment
+// override both.
 package main
 
 import (
@@ -21,13 +31,27 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/sim"
 )
 
 func main() {
+	tuneRuntime()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// tuneRuntime: see the package documentation.
+func tuneRuntime() {
+	if os.Getenv("GOMAXPROCS") == "" && runtime.GOMAXPROCS(0) > 2 {
+		runtime.GOMAXPROCS(2)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 }
 
 // run is the whole command; args exclude the program name.
@@ -57,7 +81,8 @@ format and formulas: sim/README.md; examples in sim/scenarios/.
 With --sweep it runs the policy study instead (docs/policy-study.md): six
 parameter sweeps after Kondo, Anderson and McLeod (e-Science 2007), every
 point over several seeds, in parallel; a CSV per experiment and a PNG per
-figure go to --out.
+figure go to --out. The study is the command boincd-sim-sweep, found next
+to boincd-sim, on the PATH or (in a checkout) run with go run.
 
 `)
 		fs.PrintDefaults()
@@ -71,6 +96,7 @@ figure go to --out.
 		sweep, quick, compare  bool
 		outDir, only           string
 		seeds                  int
+		cpuProfile, memProfile string
 	)
 	fs.Uint64Var(&seed, "seed", 0, "random seed (default: the scenario's)")
 	fs.Float64Var(&days, "days", 0, "simulated days (default: the scenario's duration_days)")
@@ -86,6 +112,8 @@ figure go to --out.
 	fs.BoolVar(&quick, "quick", false, "with --sweep: a few points per experiment and 25 simulated days")
 	fs.StringVar(&only, "only", "", "with --sweep: comma-separated experiment IDs or numbers (default: all)")
 	fs.BoolVar(&compare, "compare", false, "with --sweep: also compare boincd's default before and after the study's change (and REC) on the study's suite")
+	fs.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	fs.StringVar(&memProfile, "memprofile", "", "write a heap profile (allocations) at the end of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -150,6 +178,30 @@ figure go to --out.
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if cpuProfile != "" {
+		f, err := os.Create(cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "boincd-sim: --cpuprofile:", err)
+			return 1
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if memProfile != "" {
+		runtime.MemProfileRate = 4096
+		defer func() {
+			f, err := os.Create(memProfile)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(stderr, "boincd-sim: --memprofile:", err)
+			}
+		}()
+	}
 	rep, err := sim.Run(ctx, sc, opt)
 	if err != nil {
 		fmt.Fprintln(stderr, "boincd-sim:", err)

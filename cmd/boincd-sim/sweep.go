@@ -1,111 +1,112 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"time"
-
-	"github.com/boincd/boincd/sim/study"
 )
 
-// runSweep is "boincd-sim --sweep": the policy study.
+// The policy study is a command of its own, boincd-sim-sweep (in
+// ./boincd-sim-sweep), so that the emulator links none of the plotting
+// stack: its fonts and package initialisation would cost every emulator
+// run about 5 MB of resident memory (bench/emulator). "boincd-sim
+// --sweep" runs it.
+const (
+	sweepCommand = "boincd-sim-sweep"
+	sweepPackage = "github.com/boincd/boincd/cmd/boincd-sim/boincd-sim-sweep"
+	// sweepEnv names the study command explicitly (tests, unusual
+	// installs).
+	sweepEnv = "BOINCD_SIM_SWEEP"
+)
+
+// runSweep is "boincd-sim --sweep": it runs boincd-sim-sweep with the
+// sweep's flags and passes its exit status on.
 func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stderr io.Writer) int {
 	if seeds < 1 || seeds > 1000 {
 		fmt.Fprintf(stderr, "boincd-sim: --seeds %d: want 1..1000\n", seeds)
 		return 2
 	}
-	exps, err := pickExperiments(study.Experiments(quick), only)
-	if compare && only != "" && only == "none" {
-		exps, err = nil, nil
-	}
+	name, pre, err := findSweep()
 	if err != nil {
-		fmt.Fprintln(stderr, "boincd-sim: --only:", err)
-		return 2
-	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		fmt.Fprintln(stderr, "boincd-sim:", err)
 		return 1
 	}
-	cfg := study.Config{Seeds: seeds}
+	args := append(pre, "--out", outDir, "--seeds", strconv.Itoa(seeds), "--only", only)
 	if quick {
-		cfg.Days = 25
-	}
-	last := time.Now()
-	cfg.Progress = func(done, total int) {
-		if time.Since(last) > 5*time.Second || done == total {
-			last = time.Now()
-			fmt.Fprintf(stderr, "policy study: %d/%d runs\n", done, total)
-		}
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	start := time.Now()
-	res, err := study.Run(ctx, exps, cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "boincd-sim:", err)
-		return 1
-	}
-	for i := range res {
-		files, err := res[i].Write(outDir)
-		if err != nil {
-			fmt.Fprintln(stderr, "boincd-sim:", err)
-			return 1
-		}
-		for _, f := range files {
-			fmt.Fprintln(stdout, f)
-		}
+		args = append(args, "--quick")
 	}
 	if compare {
-		cmp, err := study.Compare(ctx, study.Suite(quick), []study.Variant{study.Before, study.After, study.REC}, cfg)
-		if err != nil {
-			fmt.Fprintln(stderr, "boincd-sim:", err)
-			return 1
-		}
-		path := filepath.Join(outDir, "default_before_after.md")
-		f, err := os.Create(path)
-		if err == nil {
-			err = cmp.WriteMarkdown(f)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "boincd-sim:", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, path)
+		args = append(args, "--compare")
 	}
-	fmt.Fprintf(stderr, "policy study: %d experiments, %d seeds per point, %s\n", len(exps), seeds, time.Since(start).Round(time.Second))
-	return 0
+	cmd := exec.Command(name, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, stdout, stderr
+	// An interrupt reaches the study too (same process group): it stops
+	// its runs; wait for it rather than leave it behind.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	err = cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee) && ee.ExitCode() > 0:
+		return ee.ExitCode()
+	default:
+		fmt.Fprintf(stderr, "boincd-sim: %s: %v\n", name, err)
+		return 1
+	}
 }
 
-// pickExperiments selects by ID ("exp3_buffer") or number ("3").
-func pickExperiments(all []*study.Experiment, only string) ([]*study.Experiment, error) {
-	if strings.TrimSpace(only) == "" {
-		return all, nil
+// findSweep finds the study command: $BOINCD_SIM_SWEEP, boincd-sim-sweep
+// next to this executable or on the PATH, else "go run" of its package
+// when the working directory is inside the boincd module (go run
+// ./cmd/boincd-sim --sweep in a checkout).
+func findSweep() (name string, pre []string, err error) {
+	if p := os.Getenv(sweepEnv); p != "" {
+		return p, nil, nil
 	}
-	var out []*study.Experiment
-	for _, w := range strings.Split(only, ",") {
-		w = strings.TrimSpace(w)
-		found := false
-		for _, e := range all {
-			if e.ID == w || strings.HasPrefix(e.ID, "exp"+w+"_") {
-				out = append(out, e)
-				found = true
-			}
-		}
-		if !found {
-			ids := make([]string, len(all))
-			for i, e := range all {
-				ids[i] = e.ID
-			}
-			return nil, fmt.Errorf("no experiment %q: want one of %s (or its number)", w, strings.Join(ids, ", "))
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), sweepCommand)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil, nil
 		}
 	}
-	return out, nil
+	if p, err := exec.LookPath(sweepCommand); err == nil {
+		return p, nil, nil
+	}
+	if goBin, err := exec.LookPath("go"); err == nil && inBoincdModule() {
+		return goBin, []string{"run", sweepPackage}, nil
+	}
+	return "", nil, fmt.Errorf("--sweep runs %s, which is neither next to boincd-sim nor on the PATH: go install ./cmd/boincd-sim/... (or set %s)", sweepCommand, sweepEnv)
+}
+
+// inBoincdModule reports whether the working directory is inside the
+// boincd module's source.
+func inBoincdModule() bool {
+	dir, err := os.Getwd()
+	if err != nil {
+		return false
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			for _, l := range strings.Split(string(data), "\n") {
+				if f := strings.Fields(l); len(f) == 2 && f[0] == "module" {
+					return f[1] == "github.com/boincd/boincd"
+				}
+			}
+			return false
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return false
+		}
+		dir = up
+	}
 }
