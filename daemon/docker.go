@@ -177,6 +177,8 @@ func (d *Daemon) handleContainerDetected(ev containerDetected) {
 		// runs left behind goes.
 		c.cleanup = true
 	}
+	// The notice follows now, not at the next health check.
+	d.syncClientNotices(time.Now())
 }
 
 // containerKeep names what the tasks still in the state use. It is taken
