@@ -24,7 +24,7 @@ const podmanAppUser = "boinc"
 // the job's container, named as the 8.x wrapper names it, and keeps what
 // the container printed as the job's output.
 const containerJobScript = `#!/bin/sh
-export HOME=@HOME@
+export HOME=@HOME@ XDG_RUNTIME_DIR=@RUN@
 name=$(sed -n 's:.*<result_name>\(.*\)</result_name>.*:\1:p' init_data.xml | tr 'A-Z' 'a-z')
 proj=$(sed -n 's:.*<project_dir>\(.*\)</project_dir>.*:\1:p' init_data.xml)
 proj=$(basename "$proj" | tr 'A-Z' 'a-z')
@@ -72,12 +72,27 @@ func TestContainerJobWithPodman(t *testing.T) {
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// podman's runtime directory: its own, so that the pause process
+	// rootless podman leaves behind is found and ended with the test.
+	run := filepath.Join(home, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join(run, "libpod", "tmp", "pause.pid"))
+		if err != nil {
+			return
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	asUser := func(cmd *exec.Cmd) {
 		if cmd.SysProcAttr == nil {
 			cmd.SysProcAttr = &syscall.SysProcAttr{}
 		}
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		cmd.Env = append(os.Environ(), "HOME="+home, "USER="+name)
+		cmd.Env = append(os.Environ(), "HOME="+home, "USER="+name, "XDG_RUNTIME_DIR="+run)
 		cmd.Dir = home
 	}
 	podmanDo := func(args ...string) (string, error) {
@@ -125,7 +140,7 @@ func TestContainerJobWithPodman(t *testing.T) {
 		}
 	}
 
-	script := strings.NewReplacer("@HOME@", home, "@PODMAN@", podman).Replace(containerJobScript)
+	script := strings.NewReplacer("@HOME@", home, "@RUN@", run, "@PODMAN@", podman).Replace(containerJobScript)
 	srv := startProject(t, testproject.Config{
 		Apps: []testproject.App{{
 			Name: "buda", PlanClass: "docker_cpu",
