@@ -440,7 +440,7 @@ func (d *Daemon) buildAcctMgrRequest(creds acctMgrInfo, now time.Time) *rpcclien
 		req.Projects = append(req.Projects, ap)
 	}
 	if creds.SendTasksActive || creds.SendTasksAll {
-		req.ResultsXML = guirpc.ResultsXML(d.guiState(now), !creds.SendTasksAll)
+		req.ResultsXML = guirpc.ResultsXML(d.guiState(now, guirpc.PartResults), !creds.SendTasksAll)
 	}
 	start := float64(d.startTime.UnixNano()) / 1e9
 	up := now.Sub(d.startTime).Seconds()

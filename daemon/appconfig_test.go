@@ -38,7 +38,7 @@ func acDaemon(t *testing.T, appConfig string) *Daemon {
 	for _, r := range []struct{ name, app, plan string }{{"cpu_0", "sci", ""}, {"gpu_0", "sci", "cuda"}, {"other_0", "other", ""}} {
 		d.st.wus[entityKey(acURL, r.name+"_wu")] = &boinc.Workunit{ProjectURL: acURL, Name: r.name + "_wu", AppName: r.app}
 		res := &boinc.Result{ProjectURL: acURL, Name: r.name, WUName: r.name + "_wu", Platform: "x", VersionNum: 1, PlanClass: r.plan}
-		d.st.results[res.Key()] = res
+		d.st.putResult(res)
 	}
 	if appConfig != "" {
 		dir := d.projectDir(acURL)
@@ -214,7 +214,7 @@ func TestAppConfigCoreInput(t *testing.T) {
 		name := "more_" + string(rune('a'+i))
 		d.st.wus[entityKey(acURL, name+"_wu")] = &boinc.Workunit{ProjectURL: acURL, Name: name + "_wu", AppName: "sci"}
 		r := &boinc.Result{ProjectURL: acURL, Name: name, WUName: name + "_wu", Platform: "x", VersionNum: 1}
-		d.st.results[r.Key()] = r
+		d.st.putResult(r)
 	}
 	now := time.Unix(1_700_000_000, 0)
 	d.buildCore(now)

@@ -232,7 +232,7 @@ func TestCCOptionEffectsOnWorkAndReports(t *testing.T) {
 	for i := range 5 {
 		r := &boinc.Result{ProjectURL: p.MasterURL, Name: "r" + string(rune('0'+i)), Phase: boinc.PhaseUploaded,
 			CompletedTime: time.Now(), ReportDeadline: time.Now().Add(30 * 24 * time.Hour)}
-		d.st.results[r.Key()] = r
+		d.st.putResult(r)
 	}
 	if !d.resultsDue(p, time.Now()) {
 		t.Error("report_results_immediately: finished results not due at once")
@@ -245,11 +245,11 @@ func TestCCOptionEffectsOnWorkAndReports(t *testing.T) {
 	d, _ = bareDaemon(t, "", "")
 	d.st.projects[p.MasterURL] = p
 	for _, r := range d.st.results {
-		delete(d.st.results, r.Key())
+		d.st.deleteResult(r.Key())
 	}
 	r := &boinc.Result{ProjectURL: p.MasterURL, Name: "late", Phase: boinc.PhaseUploaded,
 		CompletedTime: time.Now(), ReportDeadline: time.Now().Add(30 * 24 * time.Hour)}
-	d.st.results[r.Key()] = r
+	d.st.putResult(r)
 	d.opt.MaxReportDelay = time.Hour
 	if d.resultsDue(p, time.Now()) {
 		t.Error("without report_results_immediately a fresh result is due at once")

@@ -209,6 +209,7 @@ type Daemon struct {
 	flushFailing    bool // the last commit failed: start nothing new
 	persist         persistState
 	startTime       time.Time
+	guiDisk         guiDiskUsage // projects' disk usage as last measured (guidisk.go)
 	stats           Stats
 	pcount          map[string]*projectCounters   // master URL → totals for metrics
 	netStats        boinc.NetStats                // measured transfer rates, persisted

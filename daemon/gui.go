@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -99,10 +100,26 @@ func (d *Daemon) GUIRPCAddr(ctx context.Context) (string, error) {
 // rpcBackend serves GUI RPC: every call runs on the owner goroutine.
 type rpcBackend struct{ d *Daemon }
 
-func (b rpcBackend) Snapshot(ctx context.Context) (*guirpc.State, error) {
+func (b rpcBackend) Snapshot(ctx context.Context, need guirpc.Parts) (*guirpc.State, error) {
+	d := b.d
 	var st *guirpc.State
-	err := b.d.query(ctx, func() { st = b.d.guiState(time.Now()) })
-	return st, err
+	var walk diskWalk
+	err := d.query(ctx, func() {
+		now := time.Now()
+		st = d.guiState(now, need)
+		if need&guirpc.PartDiskUsage != 0 || now.Sub(d.guiDisk.at) > diskUsageMaxAge {
+			walk = d.newDiskWalk()
+		}
+	})
+	if err != nil || walk.dataDir == "" {
+		return st, err
+	}
+	// The walk reads only the file system: here, on the connection's
+	// goroutine, the owner loop goes on meanwhile.
+	m := walk.measure()
+	fillDiskUsage(st, &walk, &m)
+	d.send(m)
+	return st, nil
 }
 
 func (b rpcBackend) Do(ctx context.Context, a guirpc.Action) error {
@@ -253,7 +270,9 @@ func (d *Daemon) retryNetworkNow(now time.Time) {
 }
 
 // guiState is the snapshot GUI RPC read ops serve.
-func (d *Daemon) guiState(now time.Time) *guirpc.State {
+// guiState is the GUI's view of the client, with the costly parts (see
+// guirpc.Parts) only when need names them.
+func (d *Daemon) guiState(now time.Time, need guirpc.Parts) *guirpc.State {
 	st := &guirpc.State{
 		Now:               now,
 		Host:              guirpc.HostInfo{Host: d.reportedHost(), Coprocs: d.guiCoprocs()},
@@ -290,7 +309,6 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 		TotalActiveDuration: up, TotalGPUActiveDuration: up, SessionActiveDuration: up, SessionGPUActiveDuration: up,
 	}
 	st.NetStats = guiNetStats(d.netStats)
-	projUse := 0.0
 	projects := d.st.sortedProjects()
 	prio := d.guiPriorities(projects)
 	for i, p := range projects {
@@ -308,7 +326,7 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 			NJobsSuccess:           p.NJobsSuccess,
 			NJobsError:             p.NJobsError,
 			ElapsedTime:            p.ElapsedTime,
-			DiskUsage:              dirSize(d.projectDir(p.MasterURL)),
+			DiskUsage:              d.guiDisk.projects[p.MasterURL],
 			SchedulerRPCInProgress: d.rpc != nil && d.rpc.project == p.MasterURL,
 			DetachWhenDone:         p.DetachWhenDone,
 			AttachedViaAcctMgr:     p.Origin == originAcctMgr,
@@ -316,26 +334,33 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 			SchedPriority:          prio[i],
 			Statistics:             d.guiStatistics(p.MasterURL),
 		}
-		projUse += pi.DiskUsage
 		st.Projects = append(st.Projects, pi)
-		st.DiskUsage.Projects = append(st.DiskUsage.Projects, guirpc.ProjectDisk{URL: p.MasterURL, Bytes: pi.DiskUsage})
 	}
 	st.DiskUsage.Total, st.DiskUsage.Free = d.host.DTotal, d.host.DFree
-	used := dirSize(d.opt.DataDir)
-	st.DiskUsage.Boinc = max(used-projUse, 0)
-	// The same rule the disk_limit_reached warning and work fetch use.
-	st.DiskUsage.Allowed = min(d.host.DTotal, diskAllowed(d.host.DTotal, d.host.DFree, used,
-		prefsView{d.prefs.DiskMaxUsedGB, d.prefs.DiskMaxUsedPct, d.prefs.DiskMinFreeGB}))
 
-	for _, a := range sortedValues(d.st.apps, func(a *boinc.App) string { return a.Key() }) {
+	for _, a := range sortedValues(d.st.apps) {
 		st.Apps = append(st.Apps, *a)
 	}
-	for _, v := range sortedValues(d.st.versions, func(v *boinc.AppVersion) string { return v.Key() }) {
+	for _, v := range sortedValues(d.st.versions) {
 		st.AppVersions = append(st.AppVersions, *d.effectiveVersion(v))
 	}
-	for _, w := range sortedValues(d.st.wus, func(w *boinc.Workunit) string { return w.Key() }) {
-		st.Workunits = append(st.Workunits, *w)
+	if need&guirpc.PartWorkunits != 0 {
+		st.Workunits = make([]boinc.Workunit, 0, len(d.st.wus))
+		for _, w := range sortedValues(d.st.wus) {
+			st.Workunits = append(st.Workunits, *w)
+		}
 	}
+	if need&guirpc.PartResults != 0 {
+		d.guiResults(st, now)
+	}
+	if need&guirpc.PartTransfers != 0 {
+		st.Transfers = d.guiTransfers(now)
+	}
+	return st
+}
+
+// guiResults adds every task to st.
+func (d *Daemon) guiResults(st *guirpc.State, now time.Time) {
 	edf := map[string]bool{}
 	for _, a := range d.core.dec.Run {
 		if a.EDF && a.Task < len(d.core.taskJob) {
@@ -344,8 +369,10 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 			}
 		}
 	}
-	for _, r := range d.st.sortedResults() {
-		ri := guirpc.ResultInfo{Result: *r, EDFScheduled: edf[r.Key()]}
+	sorted := d.st.sortedResults()
+	st.Results = make([]guirpc.ResultInfo, 0, len(sorted))
+	for _, r := range sorted {
+		ri := guirpc.ResultInfo{Result: *r, EDFScheduled: len(edf) > 0 && edf[r.Key()]}
 		if r.Phase.Unfinished() {
 			ri.EstimatedRemaining = d.estimateRemaining(r)
 		}
@@ -372,8 +399,6 @@ func (d *Daemon) guiState(now time.Time) *guirpc.State {
 		}
 		st.Results = append(st.Results, ri)
 	}
-	st.Transfers = d.guiTransfers(now)
-	return st
 }
 
 func (d *Daemon) guiTransfers(now time.Time) []guirpc.TransferInfo {
@@ -467,11 +492,13 @@ func permOrAuto(m int) int {
 	return m
 }
 
-func sortedValues[T any](m map[string]*T, key func(*T) string) []*T {
-	out := make([]*T, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
+// sortedValues lists m's values in the order of their keys (each map of
+// the client state is keyed by its values' Key()).
+func sortedValues[T any](m map[string]*T) []*T {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]*T, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
 	}
-	sort.Slice(out, func(i, j int) bool { return key(out[i]) < key(out[j]) })
 	return out
 }

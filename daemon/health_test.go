@@ -76,7 +76,7 @@ func TestHealthDiskLimitStopsFetch(t *testing.T) {
 	waitFor(t, 30*time.Second, "the disk_limit_reached warning", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, err := rpcBackend{h.d}.Snapshot(ctx)
+		st, err := rpcBackend{h.d}.Snapshot(ctx, guirpc.PartAll)
 		if err != nil {
 			return false
 		}

@@ -295,6 +295,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleGPUProbed(ev)
 	case exclusiveScanned:
 		d.handleExclusiveScanned(ev)
+	case diskMeasured:
+		d.handleDiskMeasured(ev)
 	case feedFetched:
 		d.handleFeedFetched(ev, now)
 	case acctMgrDone:

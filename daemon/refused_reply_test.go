@@ -59,7 +59,7 @@ func TestProjectWebLinksFromReply(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = h.d.query(ctx, func() {
-			for _, p := range h.d.guiState(time.Now()).Projects {
+			for _, p := range h.d.guiState(time.Now(), 0).Projects {
 				got = p.GUIURLs
 			}
 		})

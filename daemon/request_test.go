@@ -74,7 +74,7 @@ func TestRequestNetStatsAndDiskUsage(t *testing.T) {
 			useB := write(filepath.Join(d.projectDir(b), "in"), 3000)
 			top := write(filepath.Join(dir, "client_state.db"), 7000)
 			write(filepath.Join(dir, "slots", "4", "stale"), 9000) // nobody's slot: not counted
-			d.st.results["r"] = &boinc.Result{ProjectURL: a, Name: "r", Slot: 3, Phase: boinc.PhaseComputing}
+			d.st.putResult(&boinc.Result{ProjectURL: a, Name: "r", Slot: 3, Phase: boinc.PhaseComputing})
 
 			req, _ := d.buildRequest(pa, workfetch.Request{Project: -1}, time.Unix(1795268600, 0))
 			var buf bytes.Buffer

@@ -651,7 +651,7 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		deadline, why := checkDeadline(r.ReportDeadline, now)
 		if old := d.st.results[r.Key()]; old != nil {
 			if why == "" && !old.ReportDeadline.Equal(deadline) {
-				old.ReportDeadline = deadline
+				d.st.setDeadline(old, deadline)
 				d.batch.PutResult(old)
 			}
 			continue
@@ -686,7 +686,7 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		r.Phase = boinc.PhaseNew
 		r.Slot = -1
 		r.ReceivedTime = now
-		d.st.results[r.Key()] = &r
+		d.st.putResult(&r)
 		d.batch.PutResult(&r)
 		added++
 		queued++
@@ -740,7 +740,7 @@ func (d *Daemon) ackResult(r *boinc.Result) {
 	d.rememberOldResult(r, time.Now())
 	d.countReported(r)
 	_ = r.SetPhase(boinc.PhaseAcked)
-	delete(d.st.results, r.Key())
+	d.st.deleteResult(r.Key())
 	d.batch.DeleteResult(r.Key())
 	d.taskLog(r).Info("result acknowledged by the server")
 	d.gcFiles(r.ProjectURL)

@@ -152,7 +152,7 @@ func guiStateOf(t *testing.T, h *harness) *guirpc.State {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := (rpcBackend{h.d}).Snapshot(ctx)
+	st, err := (rpcBackend{h.d}).Snapshot(ctx, guirpc.PartAll)
 	if err != nil {
 		t.Fatal(err)
 	}

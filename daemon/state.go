@@ -1,8 +1,11 @@
 package daemon
 
 import (
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/statefile"
@@ -16,8 +19,13 @@ type clientState struct {
 	apps     map[string]*boinc.App
 	versions map[string]*boinc.AppVersion
 	wus      map[string]*boinc.Workunit
-	results  map[string]*boinc.Result
+	results  map[string]*boinc.Result // add and remove with putResult, deleteResult
 	files    map[string]*boinc.FileInfo
+
+	// sorted caches sortedResults: the owner loop asks for it several
+	// times a second, and sorting 10,000 results each time cost a core
+	// (issue 18's big queue). nil when results changed since.
+	sorted []*boinc.Result
 }
 
 func newClientState() *clientState {
@@ -46,7 +54,7 @@ func stateFromSnapshot(s *statefile.Snapshot) *clientState {
 		cs.wus[w.Key()] = w
 	}
 	for _, r := range s.Results {
-		cs.results[r.Key()] = r
+		cs.putResult(r)
 	}
 	for _, f := range s.Files {
 		cs.files[f.Key()] = f
@@ -56,12 +64,19 @@ func stateFromSnapshot(s *statefile.Snapshot) *clientState {
 
 func entityKey(projectURL, name string) string { return projectURL + "\x00" + name }
 
+// The lookups below build their keys in a stack buffer: a map index by
+// string(bytes) does not allocate, and the decision pass makes several
+// per task (issue 18: 10,000 tasks). The keys are those of entityKey and
+// boinc.AppVersionKey.
+
 func (cs *clientState) file(projectURL, name string) *boinc.FileInfo {
-	return cs.files[entityKey(projectURL, name)]
+	var buf [256]byte
+	return cs.files[string(appendEntityKey(buf[:0], projectURL, name))]
 }
 
 func (cs *clientState) wuOf(r *boinc.Result) *boinc.Workunit {
-	return cs.wus[entityKey(r.ProjectURL, r.WUName)]
+	var buf [256]byte
+	return cs.wus[string(appendEntityKey(buf[:0], r.ProjectURL, r.WUName))]
 }
 
 func (cs *clientState) versionOf(r *boinc.Result) *boinc.AppVersion {
@@ -69,7 +84,21 @@ func (cs *clientState) versionOf(r *boinc.Result) *boinc.AppVersion {
 	if wu == nil {
 		return nil
 	}
-	return cs.versions[boinc.AppVersionKey(r.ProjectURL, wu.AppName, r.Platform, r.PlanClass, r.VersionNum)]
+	var buf [256]byte
+	k := append(buf[:0], r.ProjectURL...)
+	for _, part := range [...]string{wu.AppName, r.Platform, r.PlanClass} {
+		k = append(k, 0)
+		k = append(k, part...)
+	}
+	k = append(k, 0)
+	k = strconv.AppendInt(k, int64(r.VersionNum), 10)
+	return cs.versions[string(k)]
+}
+
+func appendEntityKey(b []byte, projectURL, name string) []byte {
+	b = append(b, projectURL...)
+	b = append(b, 0)
+	return append(b, name...)
 }
 
 // projectsWithVersions is the set of projects that have sent an app
@@ -124,19 +153,47 @@ func (cs *clientState) outputFiles(r *boinc.Result) []*boinc.FileInfo {
 	return out
 }
 
+// putResult adds (or replaces) a result.
+func (cs *clientState) putResult(r *boinc.Result) {
+	cs.results[r.Key()] = r
+	cs.sorted = nil
+}
+
+// deleteResult removes the result with the key.
+func (cs *clientState) deleteResult(key string) {
+	delete(cs.results, key)
+	cs.sorted = nil
+}
+
+// setDeadline changes a result's report deadline, which orders it.
+func (cs *clientState) setDeadline(r *boinc.Result, deadline time.Time) {
+	r.ReportDeadline = deadline
+	cs.sorted = nil
+}
+
 // sortedResults returns results in a stable order (deadline, then name), so
-// every decision made from the state is deterministic.
+// every decision made from the state is deterministic. The slice is
+// shared until the results change: callers read it and never modify it.
 func (cs *clientState) sortedResults() []*boinc.Result {
+	if cs.sorted != nil && len(cs.sorted) == len(cs.results) {
+		return cs.sorted
+	}
 	out := make([]*boinc.Result, 0, len(cs.results))
 	for _, r := range cs.results {
 		out = append(out, r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].ReportDeadline.Equal(out[j].ReportDeadline) {
-			return out[i].ReportDeadline.Before(out[j].ReportDeadline)
+	// Comparing (project URL, name) orders as Key() does ("\x00" sorts
+	// first) without building the keys.
+	slices.SortFunc(out, func(a, b *boinc.Result) int {
+		if c := a.ReportDeadline.Compare(b.ReportDeadline); c != 0 {
+			return c
 		}
-		return out[i].Key() < out[j].Key()
+		if c := strings.Compare(a.ProjectURL, b.ProjectURL); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
 	})
+	cs.sorted = out
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/rpcclient"
 	"github.com/boincd/boincd/statefile"
@@ -164,7 +165,7 @@ func TestJobsCountedEndToEnd(t *testing.T) {
 	h := startDaemon(t, srv)
 	checkHealthy(t, srv, 2, 60*time.Second)
 	waitFor(t, 20*time.Second, "both jobs counted", func() bool {
-		st, err := rpcBackend{h.d}.Snapshot(context.Background())
+		st, err := rpcBackend{h.d}.Snapshot(context.Background(), guirpc.PartAll)
 		if err != nil || len(st.Projects) != 1 {
 			return false
 		}

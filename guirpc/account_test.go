@@ -18,7 +18,7 @@ type acctBackend struct {
 	err     error
 }
 
-func (b *acctBackend) Snapshot(context.Context) (*State, error) { return &State{}, nil }
+func (b *acctBackend) Snapshot(context.Context, Parts) (*State, error) { return &State{}, nil }
 
 func (b *acctBackend) Do(_ context.Context, a Action) error {
 	b.mu.Lock()

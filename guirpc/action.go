@@ -10,13 +10,36 @@ import (
 // goroutines at once.
 type Backend interface {
 	// Snapshot returns a consistent read-only copy of the client state
-	// for read ops.
-	Snapshot(ctx context.Context) (*State, error)
+	// for read ops: everything but the costly parts not in need, which
+	// it may leave empty.
+	Snapshot(ctx context.Context, need Parts) (*State, error)
 	// Do carries out a state-changing op. The error's text goes into
 	// <error>…</error>; return one of the Err* sentinels (possibly
 	// wrapped) where BOINC has a fixed string for the failure.
 	Do(ctx context.Context, a Action) error
 }
+
+// Parts names the sections of a State that grow with the queue or cost
+// I/O. A manager polls several read ops a second; with 10,000 tasks,
+// copying every task and walking every file for each of them kept the
+// client busy (issue 18), so each op asks for what it writes.
+type Parts uint8
+
+const (
+	// PartWorkunits is State.Workunits.
+	PartWorkunits Parts = 1 << iota
+	// PartResults is State.Results.
+	PartResults
+	// PartTransfers is State.Transfers.
+	PartTransfers
+	// PartDiskUsage is State.DiskUsage, measured for this reply, as
+	// the C++ client does for get_disk_usage. Without it projects carry
+	// the disk usage last measured.
+	PartDiskUsage
+
+	// PartAll is every part.
+	PartAll = PartWorkunits | PartResults | PartTransfers | PartDiskUsage
+)
 
 // wireError is an error whose text is a fixed BOINC reply string, spelled
 // (and capitalised) as the C++ client spells it.

@@ -355,7 +355,7 @@ type fakeBackend struct {
 	err     error
 }
 
-func (b *fakeBackend) Snapshot(ctx context.Context) (*State, error) {
+func (b *fakeBackend) Snapshot(ctx context.Context, _ Parts) (*State, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cp := *b.st

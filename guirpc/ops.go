@@ -26,28 +26,28 @@ type opHandler struct {
 var ops = map[string]opHandler{
 	"exchange_versions":             {true, opExchangeVersions},
 	"get_all_projects_list":         {true, opAllProjectsList},
-	"get_cc_status":                 {true, readOp(func(s *Server, st *State, _ *request, w *xw) { writeCCStatus(w, &st.CCStatus, s.logCapacity()) })},
-	"get_disk_usage":                {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDiskUsage(w, &st.DiskUsage) })},
-	"get_daily_xfer_history":        {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeDailyXfers(w, st.DailyXfers) })},
-	"get_file_transfers":            {true, readOp(opFileTransfers)},
-	"get_host_info":                 {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeHostInfo(w, &st.Host) })},
+	"get_cc_status":                 {true, readOp(0, func(s *Server, st *State, _ *request, w *xw) { writeCCStatus(w, &st.CCStatus, s.logCapacity()) })},
+	"get_disk_usage":                {true, readOp(PartDiskUsage, func(_ *Server, st *State, _ *request, w *xw) { writeDiskUsage(w, &st.DiskUsage) })},
+	"get_daily_xfer_history":        {true, readOp(0, func(_ *Server, st *State, _ *request, w *xw) { writeDailyXfers(w, st.DailyXfers) })},
+	"get_file_transfers":            {true, readOp(PartTransfers, opFileTransfers)},
+	"get_host_info":                 {true, readOp(0, func(_ *Server, st *State, _ *request, w *xw) { writeHostInfo(w, &st.Host) })},
 	"get_messages":                  {true, opMessages},
 	"get_message_count":             {true, opMessageCount},
 	"get_newer_version":             {true, opNewerVersion},
 	"get_notices_public":            {true, opNotices},
-	"get_old_results":               {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeOldResults(w, st.OldResults) })},
-	"get_project_status":            {true, readOp(opProjectStatus)},
-	"get_results":                   {true, readOp(opResults)},
-	"get_simple_gui_info":           {true, readOp(opSimpleGUIInfo)},
-	"get_state":                     {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeState(w, st) })},
-	"get_statistics":                {true, readOp(func(_ *Server, st *State, _ *request, w *xw) { writeStatistics(w, st) })},
+	"get_old_results":               {true, readOp(0, func(_ *Server, st *State, _ *request, w *xw) { writeOldResults(w, st.OldResults) })},
+	"get_project_status":            {true, readOp(0, opProjectStatus)},
+	"get_results":                   {true, readOp(PartResults, opResults)},
+	"get_simple_gui_info":           {true, readOp(PartResults, opSimpleGUIInfo)},
+	"get_state":                     {true, readOp(PartWorkunits|PartResults, func(_ *Server, st *State, _ *request, w *xw) { writeState(w, st) })},
+	"get_statistics":                {true, readOp(0, func(_ *Server, st *State, _ *request, w *xw) { writeStatistics(w, st) })},
 	"get_notices":                   {false, opNotices},
-	"get_global_prefs_working":      {false, readOp(func(_ *Server, st *State, _ *request, w *xw) { writePrefs(w, &st.Prefs, st.PrefsOverride != "") })},
-	"get_global_prefs_override":     {false, readOp(opPrefsOverride)},
-	"get_global_prefs_file":         {false, readOp(opPrefsFile)},
+	"get_global_prefs_working":      {false, readOp(0, func(_ *Server, st *State, _ *request, w *xw) { writePrefs(w, &st.Prefs, st.PrefsOverride != "") })},
+	"get_global_prefs_override":     {false, readOp(0, opPrefsOverride)},
+	"get_global_prefs_file":         {false, readOp(0, opPrefsFile)},
 	"acct_mgr_info":                 {false, opAcctMgrInfo},
 	"get_project_init_status":       {false, opProjectInitStatus},
-	"get_proxy_settings":            {false, readOp(opGetProxySettings)},
+	"get_proxy_settings":            {false, readOp(0, opGetProxySettings)},
 	"project_attach":                {false, opAttach},
 	"project_attach_poll":           {false, opAttachPoll},
 	"project_detach":                {false, projectOp(ProjectDetach)},
@@ -83,7 +83,7 @@ var ops = map[string]opHandler{
 	"create_account_poll":     {false, opCreateAccountPoll},
 
 	// Client set-up (settings.go).
-	"get_screensaver_tasks": {true, readOp(opScreensaverTasks)},
+	"get_screensaver_tasks": {true, readOp(PartResults, opScreensaverTasks)},
 	"run_graphics_app":      {true, opRunGraphicsApp},
 	"set_proxy_settings":    {false, opSetProxySettings},
 	"set_host_info":         {false, opSetHostInfo},
@@ -105,10 +105,10 @@ func (s *Server) logCapacity() int {
 	return s.cfg.Log.Capacity()
 }
 
-// readOp wraps a writer that needs a State snapshot.
-func readOp(fn func(s *Server, st *State, req *request, w *xw)) opFunc {
+// readOp wraps a writer that needs a State snapshot with the parts need.
+func readOp(need Parts, fn func(s *Server, st *State, req *request, w *xw)) opFunc {
 	return func(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
-		st, err := s.cfg.Backend.Snapshot(ctx)
+		st, err := s.cfg.Backend.Snapshot(ctx, need)
 		if err != nil {
 			s.log.Warn("GUI RPC: cannot read client state", slog.String("op", req.op), slog.Any("err", err))
 			w.str("", "error", err.Error())

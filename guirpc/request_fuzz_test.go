@@ -178,7 +178,7 @@ type fuzzBackend struct {
 	bad string // the first unusable action of the current input
 }
 
-func (b *fuzzBackend) Snapshot(context.Context) (*State, error) { cp := *b.st; return &cp, nil }
+func (b *fuzzBackend) Snapshot(context.Context, Parts) (*State, error) { cp := *b.st; return &cp, nil }
 
 func (b *fuzzBackend) Do(_ context.Context, a Action) error {
 	if m, ok := a.(SetMode); ok {

@@ -16,23 +16,46 @@ import (
 // one element per line, the same indentation, doubles as %f. Line-oriented
 // GUI clients depend on that layout (PROTOCOLS.md §5.6).
 
-type xw struct{ strings.Builder }
+type xw struct {
+	strings.Builder
+	num []byte // scratch for numbers, so that writing one allocates nothing
+}
 
 func (w *xw) line(s string) { w.WriteString(s); w.WriteByte('\n') }
 
-func (w *xw) str(indent, tag, v string) {
+// open and end write "<tag>" and "</tag>\n" piecewise: concatenating them
+// cost a quarter of a 10,000-task get_state.
+func (w *xw) open(indent, tag string) {
 	w.WriteString(indent)
-	w.WriteString("<" + tag + ">")
+	w.WriteByte('<')
+	w.WriteString(tag)
+	w.WriteByte('>')
+}
+
+func (w *xw) end(tag string) {
+	w.WriteString("</")
+	w.WriteString(tag)
+	w.WriteString(">\n")
+}
+
+func (w *xw) str(indent, tag, v string) {
+	w.open(indent, tag)
 	w.WriteString(escape(v))
-	w.WriteString("</" + tag + ">\n")
+	w.end(tag)
 }
 
 func (w *xw) int(indent, tag string, v int64) {
-	w.WriteString(indent + "<" + tag + ">" + strconv.FormatInt(v, 10) + "</" + tag + ">\n")
+	w.open(indent, tag)
+	w.num = strconv.AppendInt(w.num[:0], v, 10)
+	w.Write(w.num)
+	w.end(tag)
 }
 
 func (w *xw) f(indent, tag string, v float64) {
-	w.WriteString(indent + "<" + tag + ">" + ff(v) + "</" + tag + ">\n")
+	w.open(indent, tag)
+	w.num = appendFF(w.num[:0], v)
+	w.Write(w.num)
+	w.end(tag)
 }
 
 func (w *xw) bool01(indent, tag string, v bool) {
@@ -45,17 +68,22 @@ func (w *xw) bool01(indent, tag string, v bool) {
 
 func (w *xw) flag(indent, tag string, v bool) {
 	if v {
-		w.WriteString(indent + "<" + tag + "/>\n")
+		w.WriteString(indent)
+		w.WriteByte('<')
+		w.WriteString(tag)
+		w.WriteString("/>\n")
 	}
 }
 
 // ff is C's %f. Non-finite values, which C would print as "nan" or "inf"
 // and BOINC's parsers would read as 0, are written as 0.
-func ff(v float64) string {
+func ff(v float64) string { return string(appendFF(nil, v)) }
+
+func appendFF(b []byte, v float64) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		v = 0
 	}
-	return strconv.FormatFloat(v, 'f', 6, 64)
+	return strconv.AppendFloat(b, v, 'f', 6, 64)
 }
 
 // unix is a time as BOINC's double "seconds since the epoch"; the zero
@@ -661,6 +689,9 @@ func writeState(w *xw, s *State) {
 	writeTimeStats(w, &s.TimeStats, s.Now)
 	// The GUI client attaches apps, versions, workunits and results to
 	// the project parsed last, so each project is followed by its own.
+	w.Grow(len(s.Results)*resultBytes + len(s.Workunits)*workunitBytes)
+	wus := groupByProject(len(s.Workunits), func(i int) string { return s.Workunits[i].ProjectURL })
+	results := groupByProject(len(s.Results), func(i int) string { return s.Results[i].ProjectURL })
 	for i := range s.Projects {
 		p := &s.Projects[i]
 		writeProject(w, s, p)
@@ -674,15 +705,11 @@ func writeState(w *xw, s *State) {
 				writeAppVersion(w, &s.AppVersions[j])
 			}
 		}
-		for j := range s.Workunits {
-			if s.Workunits[j].ProjectURL == p.MasterURL {
-				writeWorkunit(w, &s.Workunits[j])
-			}
+		for _, j := range wus[p.MasterURL] {
+			writeWorkunit(w, &s.Workunits[j])
 		}
-		for j := range s.Results {
-			if s.Results[j].ProjectURL == p.MasterURL {
-				writeResult(w, s, &s.Results[j])
-			}
+		for _, j := range results[p.MasterURL] {
+			writeResult(w, s, &s.Results[j])
 		}
 	}
 	platform := s.PlatformName
@@ -708,7 +735,28 @@ func writeState(w *xw, s *State) {
 	w.line("</client_state>")
 }
 
+// Typical sizes of a written result and workunit, to size the reply
+// once instead of growing it a dozen times.
+const (
+	resultBytes   = 700
+	workunitBytes = 450
+)
+
+// groupByProject lists the indexes of n items per project URL, in order:
+// one pass instead of one per project.
+func groupByProject(n int, url func(int) string) map[string][]int {
+	out := map[string][]int{}
+	for i := range n {
+		u := url(i)
+		out[u] = append(out[u], i)
+	}
+	return out
+}
+
 func writeResults(w *xw, s *State, activeOnly bool) {
+	if !activeOnly {
+		w.Grow(len(s.Results) * resultBytes)
+	}
 	for i := range s.Results {
 		if activeOnly && s.Results[i].Active == nil {
 			continue
