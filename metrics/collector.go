@@ -1,17 +1,17 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/boincd/boincd/hostcond"
 )
@@ -23,8 +23,8 @@ const DefaultScrapeTimeout = 5 * time.Second
 // servers, GPU model strings) so a hostile server cannot bloat every scrape.
 const maxLabelLen = 256
 
-// Collector is a prometheus.Collector that takes a Snapshot from its Source
-// at each scrape and exports it as constant metrics.
+// Collector takes a Snapshot from its Source at each scrape and turns it
+// into the boincd_* metric families. It keeps no state between scrapes.
 type Collector struct {
 	src     Source
 	timeout time.Duration
@@ -44,120 +44,117 @@ func NewCollector(src Source, timeout time.Duration, logger *slog.Logger) *Colle
 	return &Collector{src: src, timeout: timeout, log: logger, d: newDescs()}
 }
 
-type descs struct {
-	scrapeError *prometheus.Desc
+// WriteText takes a Snapshot and writes the boincd_* metrics to w in the
+// Prometheus text format 0.0.4 (ContentType). When the Source fails or
+// times out, only boincd_scrape_error 1 is written. The error is w's.
+func (c *Collector) WriteText(ctx context.Context, w io.Writer) error {
+	var b batch
+	c.collect(ctx, &b)
+	var buf bytes.Buffer
+	for _, err := range b.write(&buf) {
+		c.log.Warn("metrics scrape: series left out", slog.Any("err", err))
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
 
-	buildInfo  *prometheus.Desc
-	startTime  *prometheus.Desc
-	runMode    *prometheus.Desc
-	suspended  *prometheus.Desc
-	health     *prometheus.Desc
-	tasks      *prometheus.Desc
-	hostInfo   *prometheus.Desc
-	cpus       *prometheus.Desc
-	usableCPUs *prometheus.Desc
-	memory     *prometheus.Desc
-	swap       *prometheus.Desc
-	diskTotal  *prometheus.Desc
-	diskFree   *prometheus.Desc
-	fpops      *prometheus.Desc
-	iops       *prometheus.Desc
-	benchTime  *prometheus.Desc
-	gpus       *prometheus.Desc
-	share      *prometheus.Desc
-	projSusp   *prometheus.Desc
-	noNewTasks *prometheus.Desc
-	inProgress *prometheus.Desc
-	dcf        *prometheus.Desc
-	rpcBackoff *prometheus.Desc
-	userTotal  *prometheus.Desc
-	userExpavg *prometheus.Desc
-	hostTotal  *prometheus.Desc
-	hostExpavg *prometheus.Desc
-	processing *prometheus.Desc
-	debt       *prometheus.Desc
-	fetchBO    *prometheus.Desc
-	rpcs       *prometheus.Desc
-	xferBytes  *prometheus.Desc
-	xferActive *prometheus.Desc
-	xferFailed *prometheus.Desc
+type descs struct {
+	scrapeError *desc
+
+	buildInfo  *desc
+	startTime  *desc
+	runMode    *desc
+	suspended  *desc
+	health     *desc
+	tasks      *desc
+	hostInfo   *desc
+	cpus       *desc
+	usableCPUs *desc
+	memory     *desc
+	swap       *desc
+	diskTotal  *desc
+	diskFree   *desc
+	fpops      *desc
+	iops       *desc
+	benchTime  *desc
+	gpus       *desc
+	share      *desc
+	projSusp   *desc
+	noNewTasks *desc
+	inProgress *desc
+	dcf        *desc
+	rpcBackoff *desc
+	userTotal  *desc
+	userExpavg *desc
+	hostTotal  *desc
+	hostExpavg *desc
+	processing *desc
+	debt       *desc
+	fetchBO    *desc
+	rpcs       *desc
+	xferBytes  *desc
+	xferActive *desc
+	xferFailed *desc
 }
 
 func newDescs() descs {
 	p := []string{"project", "project_name"}
 	pr := []string{"project", "project_name", "resource"}
 	pd := []string{"project", "project_name", "direction"}
-	n := prometheus.NewDesc
+	g := func(name, help string, labels ...string) *desc { return newDesc(name, help, gauge, labels...) }
+	c := func(name, help string, labels ...string) *desc { return newDesc(name, help, counter, labels...) }
 	return descs{
-		scrapeError: n("boincd_scrape_error", "1 if the last scrape could not get the daemon's state (nothing else from boincd is exported then), 0 otherwise.", nil, nil),
-		buildInfo:   n("boincd_build_info", "Always 1; labels identify the boincd build.", []string{"version", "client_version", "platform"}, nil),
-		startTime:   n("boincd_start_time_seconds", "Unix time the daemon started.", nil, nil),
-		runMode:     n("boincd_run_mode", "1 for the run mode in force for each activity, 0 for the others.", []string{"activity", "mode"}, nil),
-		suspended:   n("boincd_suspended", "1 while the activity is suspended, with the reason; 0 with reason \"none\" otherwise.", []string{"activity", "reason"}, nil),
-		health:      n("boincd_health_warning", "1 while the named health warning is in force, 0 otherwise.", []string{"name"}, nil),
-		tasks:       n("boincd_tasks", "Tasks on this host by state and resource.", []string{"state", "resource"}, nil),
-		hostInfo:    n("boincd_host_info", "Always 1; labels describe the host as probed.", []string{"os", "os_version", "cpu_vendor", "cpu_model"}, nil),
-		cpus:        n("boincd_host_cpus", "Logical CPUs found on the host.", nil, nil),
-		usableCPUs:  n("boincd_host_usable_cpus", "CPUs the preferences let boincd use.", nil, nil),
-		memory:      n("boincd_host_memory_bytes", "Host RAM in bytes.", nil, nil),
-		swap:        n("boincd_host_swap_bytes", "Host swap space in bytes.", nil, nil),
-		diskTotal:   n("boincd_host_disk_total_bytes", "Size of the file system holding the data directory.", nil, nil),
-		diskFree:    n("boincd_host_disk_free_bytes", "Free space on the file system holding the data directory.", nil, nil),
-		fpops:       n("boincd_host_benchmark_fpops", "Whetstone benchmark result per CPU, floating-point operations per second.", nil, nil),
-		iops:        n("boincd_host_benchmark_iops", "Dhrystone benchmark result per CPU, integer operations per second.", nil, nil),
-		benchTime:   n("boincd_host_benchmark_timestamp_seconds", "Unix time the CPU benchmarks last ran.", nil, nil),
-		gpus:        n("boincd_gpus", "GPUs found on the host by type and model.", []string{"type", "model"}, nil),
-		share:       n("boincd_project_resource_share", "The project's resource share.", p, nil),
-		projSusp:    n("boincd_project_suspended", "1 if the user suspended the project.", p, nil),
-		noNewTasks:  n("boincd_project_no_new_tasks", "1 if the project is set to get no new tasks.", p, nil),
-		inProgress:  n("boincd_project_tasks_in_progress", "The project's tasks not yet reported.", p, nil),
-		dcf:         n("boincd_project_dcf", "The project's duration correction factor.", p, nil),
-		rpcBackoff:  n("boincd_project_rpc_backoff_seconds", "Seconds until the next scheduler RPC to the project is allowed.", p, nil),
-		userTotal:   n("boincd_project_user_total_credit", "The user's total credit at the project.", p, nil),
-		userExpavg:  n("boincd_project_user_expavg_credit", "The user's recent average credit at the project.", p, nil),
-		hostTotal:   n("boincd_project_host_total_credit", "This host's total credit at the project.", p, nil),
-		hostExpavg:  n("boincd_project_host_expavg_credit", "This host's recent average credit at the project.", p, nil),
-		processing:  n("boincd_project_processing_seconds_total", "Instance-seconds of the resource used by the project's tasks.", pr, nil),
-		debt:        n("boincd_project_debt_seconds", "The project's scheduling debt for the resource in instance-seconds (positive: owed processing).", pr, nil),
-		fetchBO:     n("boincd_project_fetch_backoff_seconds", "Seconds until work fetch may ask the project for the resource again.", pr, nil),
-		rpcs:        n("boincd_scheduler_rpcs_total", "Scheduler RPCs to the project by outcome.", []string{"project", "project_name", "outcome"}, nil),
-		xferBytes:   n("boincd_transfer_bytes_total", "Bytes transferred for the project's files by direction.", pd, nil),
-		xferActive:  n("boincd_transfers_active", "File transfers in progress for the project by direction.", pd, nil),
-		xferFailed:  n("boincd_transfer_failures_total", "Failed file transfer attempts for the project by direction.", pd, nil),
+		scrapeError: g("boincd_scrape_error", "1 if the last scrape could not get the daemon's state (nothing else from boincd is exported then), 0 otherwise."),
+		buildInfo:   g("boincd_build_info", "Always 1; labels identify the boincd build.", "version", "client_version", "platform"),
+		startTime:   g("boincd_start_time_seconds", "Unix time the daemon started."),
+		runMode:     g("boincd_run_mode", "1 for the run mode in force for each activity, 0 for the others.", "activity", "mode"),
+		suspended:   g("boincd_suspended", "1 while the activity is suspended, with the reason; 0 with reason \"none\" otherwise.", "activity", "reason"),
+		health:      g("boincd_health_warning", "1 while the named health warning is in force, 0 otherwise.", "name"),
+		tasks:       g("boincd_tasks", "Tasks on this host by state and resource.", "state", "resource"),
+		hostInfo:    g("boincd_host_info", "Always 1; labels describe the host as probed.", "os", "os_version", "cpu_vendor", "cpu_model"),
+		cpus:        g("boincd_host_cpus", "Logical CPUs found on the host."),
+		usableCPUs:  g("boincd_host_usable_cpus", "CPUs the preferences let boincd use."),
+		memory:      g("boincd_host_memory_bytes", "Host RAM in bytes."),
+		swap:        g("boincd_host_swap_bytes", "Host swap space in bytes."),
+		diskTotal:   g("boincd_host_disk_total_bytes", "Size of the file system holding the data directory."),
+		diskFree:    g("boincd_host_disk_free_bytes", "Free space on the file system holding the data directory."),
+		fpops:       g("boincd_host_benchmark_fpops", "Whetstone benchmark result per CPU, floating-point operations per second."),
+		iops:        g("boincd_host_benchmark_iops", "Dhrystone benchmark result per CPU, integer operations per second."),
+		benchTime:   g("boincd_host_benchmark_timestamp_seconds", "Unix time the CPU benchmarks last ran."),
+		gpus:        g("boincd_gpus", "GPUs found on the host by type and model.", "type", "model"),
+		share:       g("boincd_project_resource_share", "The project's resource share.", p...),
+		projSusp:    g("boincd_project_suspended", "1 if the user suspended the project.", p...),
+		noNewTasks:  g("boincd_project_no_new_tasks", "1 if the project is set to get no new tasks.", p...),
+		inProgress:  g("boincd_project_tasks_in_progress", "The project's tasks not yet reported.", p...),
+		dcf:         g("boincd_project_dcf", "The project's duration correction factor.", p...),
+		rpcBackoff:  g("boincd_project_rpc_backoff_seconds", "Seconds until the next scheduler RPC to the project is allowed.", p...),
+		userTotal:   g("boincd_project_user_total_credit", "The user's total credit at the project.", p...),
+		userExpavg:  g("boincd_project_user_expavg_credit", "The user's recent average credit at the project.", p...),
+		hostTotal:   g("boincd_project_host_total_credit", "This host's total credit at the project.", p...),
+		hostExpavg:  g("boincd_project_host_expavg_credit", "This host's recent average credit at the project.", p...),
+		processing:  c("boincd_project_processing_seconds_total", "Instance-seconds of the resource used by the project's tasks.", pr...),
+		debt:        g("boincd_project_debt_seconds", "The project's scheduling debt for the resource in instance-seconds (positive: owed processing).", pr...),
+		fetchBO:     g("boincd_project_fetch_backoff_seconds", "Seconds until work fetch may ask the project for the resource again.", pr...),
+		rpcs:        c("boincd_scheduler_rpcs_total", "Scheduler RPCs to the project by outcome.", "project", "project_name", "outcome"),
+		xferBytes:   c("boincd_transfer_bytes_total", "Bytes transferred for the project's files by direction.", pd...),
+		xferActive:  g("boincd_transfers_active", "File transfers in progress for the project by direction.", pd...),
+		xferFailed:  c("boincd_transfer_failures_total", "Failed file transfer attempts for the project by direction.", pd...),
 	}
 }
 
-func (d *descs) all() []*prometheus.Desc {
-	return []*prometheus.Desc{
-		d.scrapeError, d.buildInfo, d.startTime, d.runMode, d.suspended, d.health,
-		d.tasks, d.hostInfo, d.cpus, d.usableCPUs, d.memory, d.swap, d.diskTotal,
-		d.diskFree, d.fpops, d.iops, d.benchTime, d.gpus, d.share, d.projSusp,
-		d.noNewTasks, d.inProgress, d.dcf, d.rpcBackoff, d.userTotal, d.userExpavg,
-		d.hostTotal, d.hostExpavg, d.processing, d.debt, d.fetchBO, d.rpcs,
-		d.xferBytes, d.xferActive, d.xferFailed,
-	}
-}
-
-// Describe sends the descriptors of every metric Collect can send.
-func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.d.all() {
-		ch <- d
-	}
-}
-
-// Collect takes a Snapshot from the Source and sends it as metrics. When
-// the Source fails or times out, only boincd_scrape_error 1 is sent.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+// collect takes a Snapshot from the Source and adds it to b. When the
+// Source fails or times out, only boincd_scrape_error 1 is added.
+func (c *Collector) collect(ctx context.Context, b *batch) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	snap, err := c.snapshot(ctx)
 	if err != nil {
 		c.log.Warn("metrics scrape: no snapshot from the daemon", slog.Any("err", err))
-		ch <- prometheus.MustNewConstMetric(c.d.scrapeError, prometheus.GaugeValue, 1)
+		b.add(c.d.scrapeError, 1)
 		return
 	}
-	ch <- prometheus.MustNewConstMetric(c.d.scrapeError, prometheus.GaugeValue, 0)
-	e := emitter{ch: ch}
+	b.add(c.d.scrapeError, 0)
+	e := emitter{b}
 	c.collectDaemon(&e, snap)
 	c.collectHost(&e, &snap.Host)
 	c.collectTasks(&e, snap.Tasks)
@@ -177,28 +174,14 @@ func (c *Collector) snapshot(ctx context.Context) (*Snapshot, error) {
 	return s, nil
 }
 
-// emitter sends const metrics, turning a construction error (which the
-// sanitised labels should make impossible) into an invalid metric instead
-// of a panic; the registry reports it and the rest of the scrape survives.
+// emitter adds samples to a batch; the family's type is its desc's.
 type emitter struct {
-	ch chan<- prometheus.Metric
+	b *batch
 }
 
-func (e *emitter) emit(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) {
-	m, err := prometheus.NewConstMetric(d, t, v, labels...)
-	if err != nil {
-		m = prometheus.NewInvalidMetric(d, err)
-	}
-	e.ch <- m
-}
+func (e *emitter) gauge(d *desc, v float64, labels ...string) { e.b.add(d, v, labels...) }
 
-func (e *emitter) gauge(d *prometheus.Desc, v float64, labels ...string) {
-	e.emit(d, prometheus.GaugeValue, v, labels...)
-}
-
-func (e *emitter) counter(d *prometheus.Desc, v float64, labels ...string) {
-	e.emit(d, prometheus.CounterValue, v, labels...)
-}
+func (e *emitter) counter(d *desc, v float64, labels ...string) { e.b.add(d, v, labels...) }
 
 func boolValue(b bool) float64 {
 	if b {
@@ -306,7 +289,7 @@ func (c *Collector) collectHost(e *emitter, h *HostFacts) {
 		e.gauge(c.d.usableCPUs, h.UsableCPUs)
 	}
 	positive := []struct {
-		d *prometheus.Desc
+		d *desc
 		v float64
 	}{
 		{c.d.memory, h.MemoryBytes}, {c.d.swap, h.SwapBytes},

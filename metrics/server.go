@@ -1,23 +1,26 @@
 package metrics
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Path is where Server serves the metrics.
 const Path = "/metrics"
+
+// maxInFlight is how many scrapes may run at once. A couple of scrapers
+// (Prometheus and a person with curl) is all one host needs; more would
+// only queue requests on the daemon's owner loop, so they get 503 instead.
+const maxInFlight = 2
 
 // shutdownGrace bounds how long Serve waits for scrapes in flight when its
 // context is cancelled; a scrape is bounded by the scrape timeout anyway.
@@ -44,8 +47,8 @@ func ScrapeTimeout(d time.Duration) Option {
 	return func(c *serverConfig) { c.scrapeTimeout = d }
 }
 
-// Server serves /metrics over HTTP from a private registry holding the
-// boincd Collector and the Go runtime and process collectors.
+// Server serves /metrics over HTTP: the boincd Collector's metrics, the Go
+// runtime series and, on Linux, the process series.
 type Server struct {
 	addr    string
 	log     *slog.Logger
@@ -83,27 +86,45 @@ func NewServer(addr string, src Source, logger *slog.Logger, opts ...Option) (*S
 		return nil, fmt.Errorf("metrics: listen address %q is not a loopback address; set the remote-access option to expose metrics beyond this host", addr)
 	}
 
-	reg := prometheus.NewRegistry()
-	for _, c := range []prometheus.Collector{
-		NewCollector(src, cfg.scrapeTimeout, logger),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("metrics: registering collector: %w", err)
-		}
+	h := &handler{
+		c:   NewCollector(src, cfg.scrapeTimeout, logger),
+		log: logger,
+		sem: make(chan struct{}, maxInFlight),
 	}
+	timeout := cfg.scrapeTimeout + 5*time.Second
 	mux := http.NewServeMux()
-	mux.Handle("GET "+Path, promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		ErrorHandling: promhttp.ContinueOnError,
-		// A couple of scrapers (Prometheus and a person with curl) is all
-		// one host needs; more would only queue requests on the daemon's
-		// owner loop, so they get 503 instead.
-		MaxRequestsInFlight: 2,
-		Timeout:             cfg.scrapeTimeout + 5*time.Second,
-	}))
+	mux.Handle("GET "+Path, http.TimeoutHandler(h, timeout, fmt.Sprintf("Exceeded configured timeout of %v.\n", timeout)))
 	return &Server{addr: addr, log: logger, handler: mux, cfg: cfg, ready: make(chan struct{})}, nil
+}
+
+// handler serves one scrape.
+type handler struct {
+	c   *Collector
+	log *slog.Logger
+	sem chan struct{}
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case h.sem <- struct{}{}:
+		defer func() { <-h.sem }()
+	default:
+		http.Error(w, fmt.Sprintf("Limit of concurrent requests reached (%d), try again later.", maxInFlight), http.StatusServiceUnavailable)
+		return
+	}
+	var b batch
+	h.c.collect(r.Context(), &b)
+	collectGo(&b)
+	collectProcess(&b)
+	var buf bytes.Buffer
+	for _, err := range b.write(&buf) {
+		h.log.Warn("metrics scrape: series left out", slog.Any("err", err))
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", ContentType)
+	hdr.Set("Content-Length", strconv.Itoa(buf.Len()))
+	// A write error means the scraper went away; there is no one to tell.
+	_, _ = w.Write(buf.Bytes())
 }
 
 // loopbackHost reports whether addr's host is a loopback IP or localhost.

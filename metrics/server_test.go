@@ -73,6 +73,21 @@ func TestServerScrape(t *testing.T) {
 			if resp.StatusCode != tc.wantStatus {
 				t.Fatalf("status %d, want %d; body:\n%s", resp.StatusCode, tc.wantStatus, body)
 			}
+			if tc.wantStatus != http.StatusOK {
+				return
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "text/plain; version=0.0.4; charset=utf-8" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			// Prometheus' parser and linter accept all of it.
+			parse(t, string(body))
+			problems, err := lint(string(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range problems {
+				t.Errorf("lint: %s: %s", p.Metric, p.Text)
+			}
 			for _, w := range tc.wantBody {
 				if !strings.Contains(string(body), w) {
 					t.Errorf("body lacks %q", w)
@@ -96,6 +111,55 @@ func TestServerScrapeError(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "boincd_scrape_error 1") || strings.Contains(string(body), "boincd_tasks") {
 		t.Fatalf("status %d, body:\n%s", resp.StatusCode, body)
+	}
+}
+
+// TestServerInFlightLimit: two scrapes may wait on the daemon at once; a
+// third gets 503 at once, and scraping works again once they are done.
+func TestServerInFlightLimit(t *testing.T) {
+	entered := make(chan struct{}, 3)
+	release := make(chan struct{})
+	src := SourceFunc(func(ctx context.Context) (*Snapshot, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+			return fullSnapshot(), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	srv, err := NewServer("127.0.0.1:0", src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := startServer(t, srv) + Path
+	get := func() (int, string) {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	held := make(chan int, 2)
+	for range 2 {
+		go func() { code, _ := get(); held <- code }()
+	}
+	<-entered
+	<-entered
+	if code, body := get(); code != http.StatusServiceUnavailable {
+		t.Errorf("third scrape: status %d, want 503; body:\n%s", code, body)
+	}
+	close(release)
+	for range 2 {
+		if code := <-held; code != http.StatusOK {
+			t.Errorf("held scrape: status %d", code)
+		}
+	}
+	if code, body := get(); code != http.StatusOK || !strings.Contains(body, "boincd_scrape_error 0") {
+		t.Errorf("scrape after: status %d, body:\n%s", code, body)
 	}
 }
 
