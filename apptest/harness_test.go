@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/guirpc/client"
 	"github.com/boincd/boincd/internal/testproject"
@@ -142,6 +143,9 @@ func startDaemon(t *testing.T, dataDir string, cfg *config.Config) *harness {
 		QuitGrace:         5 * time.Second,
 		BenchmarkDuration: -1,
 		Seed:              42,
+		// No container engine: the machine's podman or docker is not
+		// run by these tests.
+		Containers: container.Exec{Env: []string{"PATH="}},
 	})
 	if err != nil {
 		t.Fatalf("daemon.New: %v", err)

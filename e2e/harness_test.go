@@ -79,6 +79,24 @@ func TestMain(m *testing.M) {
 
 // runChild is the daemon process: JSON logs on stderr, SIGTERM stops it
 // gracefully, SIGHUP reloads the config (DATADIR/boincd.toml).
+// workingEngine is a container engine that answers as a working podman
+// with no images or containers, without running anything.
+type workingEngine struct{}
+
+func (workingEngine) LookPath(name string) (string, error) {
+	if name == "podman" {
+		return "/usr/bin/podman", nil
+	}
+	return "", exec.ErrNotFound
+}
+
+func (workingEngine) Run(_ context.Context, _ string, args ...string) ([]byte, error) {
+	if len(args) > 0 && args[0] == "--version" {
+		return []byte("podman version 4.9.3\n"), nil
+	}
+	return nil, nil
+}
+
 func runChild(spec string) int {
 	var o childOptions
 	if err := json.Unmarshal([]byte(spec), &o); err != nil {
@@ -124,6 +142,11 @@ func runChild(spec string) int {
 		IgnoreHostConditions: true,
 		StateReserve:         o.StateReserve,
 		StateCommitHook:      chainHooks(commitCrasher(o.CrashAtCommit, o.CrashAfterWrites), diskFillHook(o.FillTrigger)),
+		// A stand-in engine: a crashed child must not leave the
+		// machine's podman or docker running behind it, and one that
+		// works keeps the notices those of the C++ client 7.20 the
+		// side-by-side tests compare with (no "install Docker" notice).
+		Containers: workingEngine{},
 	})
 	if err != nil {
 		logger.Error("cannot start", slog.Any("err", err))
