@@ -73,9 +73,12 @@ type PoliciesSpec struct {
 	// "core") or "wf1" (keep the buffer full, split by share).
 	WorkFetch string `toml:"work_fetch"`
 	// WorkSend is the servers' send policy: "ws1" (send until the
-	// requested seconds are covered; the default) or "ws2" (send a job
-	// only if an EDF simulation of the host's queue with it added keeps
-	// it and every job now on time on time, and no late job gets later).
+	// requested seconds are covered, no check; the default), "plain"
+	// (the stock BOINC server's check: send a job while the request's
+	// estimated delay plus its run time is within the latency bound,
+	// as deadline_check on every project) or "ws2" (send a job only if
+	// an EDF simulation of the host's queue with it added keeps it and
+	// every job now on time on time, and no late job gets later).
 	WorkSend string `toml:"work_send"`
 	// Estimate is "jc2" (per-project duration correction factor; the
 	// default) or "jc1" (no correction: every project as dont_use_dcf).
@@ -84,10 +87,11 @@ type PoliciesSpec struct {
 
 // Policy names accepted in [policies].
 const (
-	WorkSendWS1 = "ws1"
-	WorkSendWS2 = "ws2"
-	EstimateJC1 = "jc1"
-	EstimateJC2 = "jc2"
+	WorkSendWS1   = "ws1"
+	WorkSendWS2   = "ws2"
+	WorkSendPlain = "plain"
+	EstimateJC1   = "jc1"
+	EstimateJC2   = "jc2"
 )
 
 // GPUSpec is one GPU type on the host.
@@ -507,9 +511,9 @@ func (ps *PoliciesSpec) check(bad func(key, format string, args ...any) error) e
 		return bad("work_fetch", "policies.work_fetch = %q: %v", ps.WorkFetch, err)
 	}
 	switch ps.WorkSend {
-	case "", WorkSendWS1, WorkSendWS2:
+	case "", WorkSendWS1, WorkSendWS2, WorkSendPlain:
 	default:
-		return bad("work_send", "policies.work_send = %q: want ws1 or ws2", ps.WorkSend)
+		return bad("work_send", "policies.work_send = %q: want ws1, plain or ws2", ps.WorkSend)
 	}
 	switch ps.Estimate {
 	case "", EstimateJC1, EstimateJC2:

@@ -122,6 +122,10 @@ type engine struct {
 	ws2    bool
 	edf    edfScratch
 
+	// plain: every server makes the stock BOINC server's plain check
+	// (work_send = "plain"), as deadline_check does for one project.
+	plain bool
+
 	// scratch reused every step
 	wjobs  []workfetch.Job
 	tasks  []schedule.Task
@@ -204,6 +208,7 @@ func newEngine(sc *Scenario, opt Options) *engine {
 		jitter: seedStream(sc.Seed, 1),
 		useDCF: sc.Policies.Estimate != EstimateJC1,
 		ws2:    sc.Policies.WorkSend == WorkSendWS2,
+		plain:  sc.Policies.WorkSend == WorkSendPlain,
 	}
 	frac := sc.Host.Availability.OnFrac()
 	e.host.CPUAvail = math.Max(0.01, frac)
@@ -654,7 +659,7 @@ func (e *engine) deliver() {
 			if e.dcfOn(p) {
 				dcf = st.DCF
 			}
-			if p.spec.DeadlineCheck && delay+dcf*estFlops/rate > app.LatencyBoundDays*86400 {
+			if (p.spec.DeadlineCheck || e.plain) && delay+dcf*estFlops/rate > app.LatencyBoundDays*86400 {
 				// It would miss its deadline: no more of this app in
 				// this reply (BCE marks the app version dont_use).
 				skip |= 1 << uint(a)

@@ -72,7 +72,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"resource", strings.Replace(goodScenario, `resource = "CPU"`, `resource = "TPU"`, 1), `s.toml:11: project "P": apps[0].resource = "TPU"`},
 		{"flops", strings.Replace(goodScenario, "flops_mean = 1e12", "flops_mean = 0", 1), `s.toml:11: project "P": apps[0].flops_mean = 0`},
 		{"estimate", strings.Replace(goodScenario, "flops_mean = 1e12", "flops_mean = 1e12, estimate_factor = -2", 1), `apps[0].estimate_factor = -2`},
-		{"work send", strings.Replace(goodScenario, "[[project]]", "[policies]\nwork_send = \"ws3\"\n[[project]]", 1), `s.toml:9: policies.work_send = "ws3": want ws1 or ws2`},
+		{"work send", strings.Replace(goodScenario, "[[project]]", "[policies]\nwork_send = \"ws3\"\n[[project]]", 1), `s.toml:9: policies.work_send = "ws3": want ws1, plain or ws2`},
 		{"estimate policy", strings.Replace(goodScenario, "[[project]]", "[policies]\nestimate = \"jc9\"\n[[project]]", 1), `s.toml:9: policies.estimate = "jc9"`},
 		{"cpu sched", strings.Replace(goodScenario, "[[project]]", "[policies]\ncpu_sched = \"edf\"\n[[project]]", 1), `s.toml:9: policies.cpu_sched = "edf": unknown scheduler`},
 		{"connection interval", strings.Replace(goodScenario, "cpus = 2", "cpus = 2\nconnection_interval_days = -1", 1), "s.toml:6: host.connection_interval_days = -1"},
@@ -301,12 +301,19 @@ func TestServerDeadlineCheck(t *testing.T) {
 	text = strings.Replace(text, "duration_days = 2", "duration_days = 6", 1)
 	text = strings.Replace(text, "availability = { on_mean_s = 1000, off_mean_s = 250 }", "", 1)
 	text = strings.Replace(text, "flops_mean = 1e12", "flops_mean = 1.728e14", 1) // 2 days on a CPU
-	for _, check := range []bool{false, true} {
+	// The check is the per-project deadline_check or, for every
+	// project, work_send = "plain".
+	for _, tc := range []struct {
+		check bool
+		send  string
+	}{{false, ""}, {true, ""}, {true, WorkSendPlain}} {
+		check := tc.check
 		sc, err := ParseScenario("s.toml", []byte(text))
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc.Projects[0].DeadlineCheck = check
+		sc.Projects[0].DeadlineCheck = check && tc.send == ""
+		sc.Policies.WorkSend = tc.send
 		rep, err := Run(context.Background(), sc, Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -84,6 +84,34 @@ func slack(sc *sim.Scenario, s float64) {
 	}
 }
 
+// buffer is experiment 3's point: one project at slack s, the buffer
+// work_buf_min alone at h hours (the work the client keeps queued at
+// least, what the paper varies).
+func buffer(pol Policies, s, h float64) *sim.Scenario {
+	sc := Baseline(pol)
+	slack(sc, s)
+	sc.Prefs.WorkBufMinDays = h / 24
+	sc.Prefs.WorkBufAdditionalDays = 0
+	return sc
+}
+
+// connection is experiment 5's point: a host online the first hour of
+// every 2 days, buffer 2 days, two projects of equal share whose jobs
+// differ 10× in size, latency bound latency days, job-size std-dev
+// f × mean / 1000.
+func connection(pol Policies, latency, f float64) *sim.Scenario {
+	sc := Baseline(pol)
+	sc.Host.ConnectionIntervalDays = 2
+	sc.Prefs.WorkBufMinDays = 2
+	sc.Prefs.WorkBufAdditionalDays = 0
+	small, big := BaseJobFlops, 10*BaseJobFlops
+	sc.Projects = []sim.ProjectSpec{
+		project("small", 100, latency, small, f*small/1000),
+		project("big", 100, latency, big, f*big/1000),
+	}
+	return sc
+}
+
 func with(pol Policies, f func(*Policies)) Policies {
 	f(&pol)
 	return pol
@@ -141,13 +169,7 @@ func Experiments(quick bool) []*Experiment {
 		XLabel: "work buffer (hours)", X: bufX, Metrics: []Metric{Waste, Idle}}
 	for _, s := range slackSeries {
 		e3.Series = append(e3.Series, Series{Name: fmt.Sprintf("slack %g", s), Build: func(x float64) *sim.Scenario {
-			sc := Baseline(Default)
-			slack(sc, s)
-			// The buffer is work_buf_min alone: the work the client
-			// keeps queued at least, what the paper varies.
-			sc.Prefs.WorkBufMinDays = x / 24
-			sc.Prefs.WorkBufAdditionalDays = 0
-			return sc
+			return buffer(Default, s, x)
 		}})
 	}
 	exps = append(exps, e3)
@@ -175,16 +197,7 @@ func Experiments(quick bool) []*Experiment {
 		ws, latency := c.ws, c.latency
 		pol := with(Default, func(p *Policies) { p.WorkSend = ws })
 		e5.Series = append(e5.Series, Series{Name: fmt.Sprintf("%s, %g-day bound", strings.ToUpper(ws), latency), Build: func(f float64) *sim.Scenario {
-			sc := Baseline(pol)
-			sc.Host.ConnectionIntervalDays = 2
-			sc.Prefs.WorkBufMinDays = 2
-			sc.Prefs.WorkBufAdditionalDays = 0
-			small, big := BaseJobFlops, 10*BaseJobFlops
-			sc.Projects = []sim.ProjectSpec{
-				project("small", 100, latency, small, f*small/1000),
-				project("big", 100, latency, big, f*big/1000),
-			}
-			return sc
+			return connection(pol, latency, f)
 		}})
 	}
 	exps = append(exps, e5)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boincd/boincd/sim"
 )
 
 // The quick subset of the study: every experiment at two points, two
@@ -77,8 +79,10 @@ func TestCompareQuick(t *testing.T) {
 	}
 	for ci, c := range cmp.Cases {
 		b, a := cmp.Stats[ci][0], cmp.Stats[ci][1]
-		if a[Waste].Mean > b[Waste].Mean+Margin {
-			t.Errorf("%s: waste %.4f → %.4f", c.Name, b[Waste].Mean, a[Waste].Mean)
+		// The target cases, two-day connection windows among them,
+		// see few events in 25 days: held within noise there.
+		if _, bad := cmp.Worse(ci, 0, 1, Waste); a[Waste].Mean > b[Waste].Mean+Margin && (!c.Target || bad) {
+			t.Errorf("%s %s: waste %.4f → %.4f", c.Server, c.Name, b[Waste].Mean, a[Waste].Mean)
 		}
 		if c.Name == "slack 2" && !(a[Waste].Mean < b[Waste].Mean) {
 			t.Errorf("slack 2: waste %.4f → %.4f, want lower", b[Waste].Mean, a[Waste].Mean)
@@ -90,5 +94,63 @@ func TestCompareQuick(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "| slack 2 |") || !strings.Contains(md.String(), "within the 0.01 margin") {
 		t.Errorf("markdown:\n%s", md.String())
+	}
+}
+
+// The deadline guard's targets under the stock BOINC server's plain
+// check (delay + run time within the bound, so it fills whatever is
+// asked): against the C++ client's rules (wf2-noguard), no metric worse
+// beyond noise (Comparison.Worse) and the score lower, waste cut where the C++
+// rules waste. Slack 1 is the exception the study reports: no job can
+// finish in time (a 3.6-hour job at 80 % availability against a
+// 3.6-hour bound), so computing is all waste and the guard turns half
+// of it into idleness; idle is not held there. Two seeds, 60 days:
+// deterministic, and short enough for -race.
+func TestGuardTargetsPlainCheck(t *testing.T) {
+	want := map[string]struct {
+		maxWaste  float64 // the guard's waste at most
+		minBefore float64 // the C++ rules' waste at least (the effect exists)
+		idleFree  bool    // idle may rise (slack 1)
+	}{
+		"slack 1": {maxWaste: 0.6, minBefore: 0.7, idleFree: true},
+		"slack 2": {maxWaste: 0.01, minBefore: 0.1},
+		"slack 3": {maxWaste: 0.01, minBefore: 0.1},
+		"2-day connection, 2.5-day bound, σ 10 %": {maxWaste: 0.03, minBefore: 0.04},
+	}
+	var cases []Case
+	for _, c := range Targets(sim.WorkSendPlain, false) {
+		if _, ok := want[c.Name]; ok {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) != len(want) {
+		t.Fatalf("%d of the %d cases found", len(cases), len(want))
+	}
+	cmp, err := Compare(context.Background(), cases, []Variant{Before, After}, Config{Seeds: 2, Days: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ci, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			w := want[c.Name]
+			before, after := &cmp.Stats[ci][0], &cmp.Stats[ci][1]
+			t.Logf("waste %.4f → %.4f, idle %.4f → %.4f, share violation %.4f → %.4f, monotony %.4f → %.4f, score %.4f → %.4f",
+				before[Waste].Mean, after[Waste].Mean, before[Idle].Mean, after[Idle].Mean, before[ShareViolation].Mean, after[ShareViolation].Mean,
+				before[Monotony].Mean, after[Monotony].Mean, Score(before), Score(after))
+			if after[Waste].Mean > w.maxWaste || before[Waste].Mean < w.minBefore {
+				t.Errorf("waste %.4f → %.4f: want at least %.2f before, at most %.2f with the guard", before[Waste].Mean, after[Waste].Mean, w.minBefore, w.maxWaste)
+			}
+			for _, m := range []Metric{Waste, Idle, ShareViolation, Monotony} {
+				if m == Idle && w.idleFree {
+					continue
+				}
+				if _, bad := cmp.Worse(ci, 0, 1, m); bad {
+					t.Errorf("%s %.4f → %.4f: worse beyond noise (more than %.2f and 2 standard errors)", m.Title(), before[m].Mean, after[m].Mean, Margin)
+				}
+			}
+			if !(Score(after) < Score(before)) {
+				t.Errorf("score %.4f → %.4f: want lower", Score(before), Score(after))
+			}
+		})
 	}
 }
