@@ -19,6 +19,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/importer/importtest"
 	"github.com/boincd/boincd/internal/testproject"
@@ -158,6 +159,7 @@ func TestImportEndToEnd(t *testing.T) {
 		IgnoreHostConditions: true,
 		BenchmarkDuration:    -1,
 		QuitGrace:            time.Second,
+		Containers:           container.Exec{Env: []string{"PATH="}}, // not the machine's podman or docker
 		// CI runs as root; the refusal of root apps has its own tests.
 		Getenv: func(k string) string {
 			if k == "BOINCD_ALLOW_ROOT_APPS" && os.Geteuid() == 0 {
@@ -282,6 +284,7 @@ func TestImportReportsPendingCredit(t *testing.T) {
 		IgnoreHostConditions: true,
 		BenchmarkDuration:    -1,
 		QuitGrace:            time.Second,
+		Containers:           container.Exec{Env: []string{"PATH="}}, // not the machine's podman or docker
 		// CI runs as root; the refusal of root apps has its own tests.
 		Getenv: func(k string) string {
 			if k == "BOINCD_ALLOW_ROOT_APPS" && os.Geteuid() == 0 {
