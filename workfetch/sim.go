@@ -2,6 +2,7 @@ package workfetch
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 	"time"
 )
@@ -97,17 +98,51 @@ type sjob struct {
 	usage  float64 // instances of its resource
 	ncpu   float64 // CPUs a GPU job also uses (0 for CPU jobs)
 	grp    int32   // (project, resource) group, -1 when not simulated
-	next   int32   // EDF list of its group's unfinished jobs
+	next   int32   // EDF list of its group's unfinished jobs (in s.edf)
 	prev   int32
+	orig   int32 // its index in the input (in s.edf)
 	app    int32 // max_concurrent group (Job.App), 0 when not limited
 	amax   int32 // its limit
+}
+
+// running is a running job in a resource's heap of them: its finish
+// and input index (the heap's order) next to it.
+type running struct {
+	finish float64
+	orig   int32
+	j      int32 // position in simScratch.edf
+}
+
+// runBefore orders running jobs by finish, then input order.
+func runBefore(a, b *running) bool {
+	return runLess(a, b) != 0
+}
+
+// runLess is runBefore as 1 or 0, without branches: the (finish, orig)
+// pairs compare as 96-bit integers, by the borrow of their difference.
+// Finish times are finite and not negative (no −0 either), so their bit
+// patterns order like their values.
+func runLess(a, b *running) int {
+	_, c := bits.Sub64(uint64(uint32(a.orig)), uint64(uint32(b.orig)), 0)
+	_, c = bits.Sub64(math.Float64bits(a.finish), math.Float64bits(b.finish), c)
+	return int(c)
 }
 
 // simScratch is the simulation's working memory, kept in the SimResult so
 // a steady caller allocates nothing per pass.
 type simScratch struct {
-	jobs []sjob // per input job
+	// jobs is per input job. The simulation works on edf, the simulated
+	// jobs copied in the order of keys: each group's jobs in EDF order,
+	// one group after the other, so that walking a group's jobs is
+	// walking memory. Job numbers below (next, prev, head, pick, active)
+	// are positions in edf; orig leads back to the input. When the run
+	// ends, jobs gets each simulated job's start and finish.
+	jobs []sjob
+	edf  []sjob
 	keys []uint64
+	// The radix sort's other buffer and its digits' histograms.
+	keys2 []uint64
+	hist  [maxPasses][1 << maxDigit]int32
 
 	// Per group (project × NumRsc + resource):
 	gstart  []int32 // counting-sort offsets
@@ -126,9 +161,16 @@ type simScratch struct {
 	// are not running, left as the last hand-out ended so it can go on.
 	ph [NumRsc][]int32
 
-	active [NumRsc][]int32   // per resource: running jobs, a min-heap on finish
-	busy   [NumRsc][]float64 // busy-time estimator, per instance
-	nused  [NumRsc]float64   // instances in use (the CPU's includes GPU jobs' CPUs)
+	// Per resource: running jobs, a min-heap (runBefore). Beyond its
+	// length, up to apad (a full binary tree, 2^k − 1), lie sentinels
+	// (idle), so that every way down the tree is equally long.
+	active [NumRsc][]running
+	apad   [NumRsc]int
+	// Busy-time estimator, per instance: a min-heap of nbusy entries,
+	// also padded to a full tree, with +Inf.
+	busy  [NumRsc][]float64
+	nbusy [NumRsc]int
+	nused [NumRsc]float64 // instances in use (the CPU's includes GPU jobs' CPUs)
 
 	// Parameters of the current run.
 	n     [NumRsc]float64
@@ -148,7 +190,23 @@ type simScratch struct {
 
 	// alwaysFull disables the incremental paths (tests compare the two).
 	alwaysFull bool
+	// sortPath forces one of sortJobs' ways (tests compare them).
+	sortPath uint8
 }
+
+// sortJobs' ways: by queue length, a comparison sort per group or a
+// radix sort with the group in the key; where the group does not fit,
+// a radix sort that looks it up.
+const (
+	sortAuto uint8 = iota
+	sortCompare
+	sortRadix
+	sortRadixLookup
+)
+
+// radixMin is the queue length from which sortJobs sorts by radix: below
+// it, sorting each group's keys costs less than the radix passes.
+const radixMin = 2048
 
 // cmpJobs orders two job indexes by deadline, then index.
 func (s *simScratch) cmpJobs(x, y uint64) int {
@@ -178,7 +236,8 @@ func grow[T any](s []T, n int) []T {
 // resource would sit idle and which jobs would finish too late.
 //
 // The model, which is event-driven (no time steps) and linear in the
-// number of jobs apart from one sort by deadline:
+// number of jobs (the sort by deadline is a radix sort for long queues;
+// each event costs a few heap steps over the instances):
 //
 //   - Every job in jobs is simulated, whether Runnable or not: jobs still
 //     downloading will be runnable soon, and treating them as queued work
@@ -269,7 +328,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 
 	for r := range NumRsc {
 		s.n[r] = instances(h.Instances[r])
-		s.active[r] = s.active[r][:0]
+		s.active[r], s.apad[r] = s.active[r][:0], 0
 		s.nused[r] = 0
 		s.c[r] = 0
 		if s.n[r] > 0 {
@@ -279,8 +338,13 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		if s.n[r] > 0 {
 			nb = min(maxBusyInstances, max(1, int(s.n[r])))
 		}
-		s.busy[r] = grow(s.busy[r], nb)
-		clear(s.busy[r])
+		pad := fullTree(nb)
+		s.busy[r] = grow(s.busy[r], pad)
+		s.nbusy[r] = nb
+		clear(s.busy[r][:nb])
+		for i := nb; i < pad; i++ {
+			s.busy[r][i] = math.Inf(1)
+		}
 	}
 
 	// Share fractions; if no project has a share, all count equally.
@@ -303,6 +367,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	}
 
 	cpuRate, gpuRate := availability(h.CPUAvail), availability(h.GPUAvail)
+	nowc := newUnixTime(now)
 	for j := range jobs {
 		jb, sj := &jobs[j], &s.jobs[j]
 		sj.grp = -1
@@ -341,7 +406,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		if jb.Deadline.IsZero() {
 			sj.dl = math.Inf(1)
 		} else {
-			sj.dl = jb.Deadline.Sub(now).Seconds() - wbmin
+			sj.dl = nowc.secondsTo(jb.Deadline) - wbmin
 		}
 
 		ps := &out.Projects[pi]
@@ -353,7 +418,8 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			ps.Queue[CPU] += rem * nc
 		}
 		if !jb.Received.IsZero() && !jb.Deadline.IsZero() {
-			if l := jb.Deadline.Sub(jb.Received).Seconds(); l > 0 && (ps.Latency[r] == 0 || l < ps.Latency[r]) {
+			rc := newUnixTime(jb.Received)
+			if l := rc.secondsTo(jb.Deadline); l > 0 && (ps.Latency[r] == 0 || l < ps.Latency[r]) {
 				ps.Latency[r] = l
 			}
 		}
@@ -367,26 +433,8 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		s.gstart[g+1] += s.gstart[g]
 	}
 	n := int(s.gstart[G])
-	s.keys = grow(s.keys, n)
-	// Keys are packed (deadline, index) integers, or for queues too long
-	// to pack the index, bare indexes sorted by comparing the jobs.
-	packed := J <= 1<<keyIdxBits
-	idxMask := uint64(1)<<keyIdxBits - 1
-	if !packed {
-		idxMask = ^uint64(0)
-	}
-	fill := s.pick // borrowed as the fill cursor per group
-	copy(fill, s.gstart[:G])
-	for j := range jobs {
-		if g := s.jobs[j].grp; g >= 0 {
-			if packed {
-				s.keys[fill[g]] = sortKey(s.jobs[j].dl, j)
-			} else {
-				s.keys[fill[g]] = uint64(j)
-			}
-			fill[g]++
-		}
-	}
+	idxMask := s.sortJobs(G, J, n)
+	s.edf = grow(s.edf, n)
 	for g := range G {
 		a, b := s.gstart[g], s.gstart[g+1]
 		s.head[g] = -1
@@ -395,26 +443,22 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			continue
 		}
 		seg := s.keys[a:b]
-		if packed {
-			slices.Sort(seg)
-		} else {
-			slices.SortFunc(seg, s.cmpJobs)
-		}
+		// Copy the group's jobs to edf in that order, linked.
+		s.head[g] = a
+		edf := s.edf[a:b]
 		first := &s.jobs[seg[0]&idxMask]
-		s.head[g] = int32(seg[0] & idxMask)
-		prev := int32(-1)
-		for _, key := range seg {
+		u0, c0 := first.usage, first.ncpu
+		for i, key := range seg {
 			j := int32(key & idxMask)
-			sj := &s.jobs[j]
-			sj.prev, sj.next = prev, -1
-			if prev >= 0 {
-				s.jobs[prev].next = j
-			}
-			prev = j
-			if sj.usage != first.usage || sj.ncpu != first.ncpu {
+			k := a + int32(i)
+			e := &edf[i]
+			*e = s.jobs[j]
+			e.orig, e.prev, e.next = j, k-1, k+1
+			if e.usage != u0 || e.ncpu != c0 {
 				s.uniform[g] = false
 			}
 		}
+		edf[0].prev, edf[len(edf)-1].next = -1, -1
 	}
 
 	// Hand out everything at now.
@@ -434,8 +478,8 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	for {
 		rb, tb := -1, math.Inf(1)
 		for r := range NumRsc {
-			if a := s.active[r]; len(a) > 0 && s.jobs[a[0]].finish < tb {
-				rb, tb = r, s.jobs[a[0]].finish
+			if a := s.active[r]; len(a) > 0 && a[0].finish < tb {
+				rb, tb = r, a[0].finish
 			}
 		}
 		if rb < 0 {
@@ -443,8 +487,12 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		}
 		s.integrate(out, &satSet, t, tb, wbtot)
 		t = tb
-		j := s.popActive(Rsc(rb))
-		s.complete(out, jobs, j, t)
+		s.complete(out, Rsc(rb), t)
+	}
+	for k := range s.edf {
+		e := &s.edf[k]
+		sj := &s.jobs[e.orig]
+		sj.start, sj.finish = e.start, e.finish
 	}
 	if s.limited {
 		for pi := range P {
@@ -465,10 +513,155 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		if t < wbtot {
 			rs.Shortfall += s.n[r] * (wbtot - t)
 		}
-		if len(s.busy[r]) > 0 {
+		if s.nbusy[r] > 0 {
 			rs.BusyTime = s.busy[r][0]
 		}
 	}
+}
+
+// The radix sort's digits: at most maxPasses of at most maxDigit bits
+// cover a deadline key (keyDLBits).
+const (
+	maxDigit  = 11
+	maxPasses = (keyDLBits + maxDigit - 1) / maxDigit
+)
+
+// sortJobs fills s.keys with the n simulated jobs' keys in EDF order,
+// group after group (s.gstart holds the groups' offsets), and returns
+// the mask that takes a job's input index out of its key.
+//
+// Short queues (below radixMin) are sorted as packed (deadline, index)
+// keys, group by group. Longer ones as packed (group, deadline, index)
+// integers sorted by radix
+// (least significant digit first, each pass stable): no comparisons, so
+// the cost grows linearly with the queue. The index needs no pass (the
+// keys start in input order) and the group is the last pass, with the
+// offsets counted already; the deadline takes as many passes of at most
+// 11 bits as the spread of the deadlines needs (3 for deadlines within
+// 3 years). Where the group does not fit in the key it is looked up, and
+// queues too long to pack the index are sorted by comparing the jobs.
+func (s *simScratch) sortJobs(G, J, n int) uint64 {
+	s.keys = grow(s.keys, n)
+	if n == 0 {
+		return 0
+	}
+	if J > 1<<keyIdxBits {
+		fill := s.pick // borrowed as the fill cursor per group
+		copy(fill, s.gstart[:G])
+		for j := range J {
+			if g := s.jobs[j].grp; g >= 0 {
+				s.keys[fill[g]] = uint64(j)
+				fill[g]++
+			}
+		}
+		for g := range G {
+			slices.SortFunc(s.keys[s.gstart[g]:s.gstart[g+1]], s.cmpJobs)
+		}
+		return ^uint64(0)
+	}
+
+	if s.sortPath == sortCompare || s.sortPath == sortAuto && n < radixMin {
+		fill := s.pick
+		copy(fill, s.gstart[:G])
+		for j := range J {
+			if sj := &s.jobs[j]; sj.grp >= 0 {
+				s.keys[fill[sj.grp]] = sortKey(sj.dl, j)
+				fill[sj.grp]++
+			}
+		}
+		for g := range G {
+			slices.Sort(s.keys[s.gstart[g]:s.gstart[g+1]])
+		}
+		return 1<<keyIdxBits - 1
+	}
+
+	// (Deadline, index) keys in input order, and the deadlines' spread.
+	keys := s.keys
+	m := 0
+	qmin, qmax := ^uint64(0), uint64(0)
+	for j := range J {
+		if sj := &s.jobs[j]; sj.grp >= 0 {
+			k := sortKey(sj.dl, j)
+			keys[m] = k
+			m++
+			q := k >> keyIdxBits
+			qmin, qmax = min(qmin, q), max(qmax, q)
+		}
+	}
+	ib := bits.Len(uint(J - 1))
+	sb := bits.Len64(qmax - qmin)
+	gshift := ib + sb
+	withG := gshift+bits.Len(uint(G-1)) <= 64 && s.sortPath != sortRadixLookup
+	idxMask := uint64(1)<<ib - 1
+
+	// Digits of the deadline: p passes of w bits (the last digit may
+	// take in low bits of the group, which changes no group's order).
+	wmax := min(maxDigit, max(4, bits.Len(uint(n))))
+	p := min(maxPasses, (sb+wmax-1)/wmax)
+	w := 0
+	if p > 0 {
+		w = (sb + p - 1) / p
+	}
+	nb := 1 << w
+	mask := nb - 1
+	for pass := range p {
+		clear(s.hist[pass][:nb])
+	}
+	h0, h1, h2, h3 := &s.hist[0], &s.hist[1], &s.hist[2], &s.hist[3]
+	for i, k := range keys {
+		j := k & (1<<keyIdxBits - 1)
+		k = (k>>keyIdxBits-qmin)<<ib | j
+		if withG {
+			k |= uint64(s.jobs[j].grp) << gshift
+		}
+		keys[i] = k
+		d := k >> ib
+		h0[int(d)&mask&(1<<maxDigit-1)]++
+		if p > 1 {
+			h1[int(d>>w)&mask&(1<<maxDigit-1)]++
+			if p > 2 {
+				h2[int(d>>(2*w))&mask&(1<<maxDigit-1)]++
+				if p > 3 {
+					h3[int(d>>(3*w))&mask&(1<<maxDigit-1)]++
+				}
+			}
+		}
+	}
+
+	src, dst := keys, grow(s.keys2, n)
+	for pass := range p {
+		h := &s.hist[pass]
+		if slices.Contains(h[:nb], int32(n)) {
+			continue // one digit for all: the pass would change nothing
+		}
+		var o int32
+		for i, c := range h[:nb] {
+			h[i] = o
+			o += c
+		}
+		shift := ib + pass*w
+		for _, k := range src {
+			d := int(k>>shift) & mask & (1<<maxDigit - 1)
+			dst[h[d]] = k
+			h[d]++
+		}
+		src, dst = dst, src
+	}
+	// Last, by group.
+	fill := s.pick
+	copy(fill, s.gstart[:G])
+	for _, k := range src {
+		var g int32
+		if withG {
+			g = int32(k >> gshift)
+		} else {
+			g = s.jobs[k&idxMask].grp
+		}
+		dst[fill[g]] = k
+		fill[g]++
+	}
+	s.keys, s.keys2 = dst, src
+	return idxMask
 }
 
 // integrate accounts the idle instances of [t0, t1].
@@ -491,34 +684,44 @@ func (s *simScratch) integrate(out *SimResult, satSet *[NumRsc]bool, t0, t1, wbt
 	}
 }
 
-// complete finishes job j at t and lets the next job take its place.
-func (s *simScratch) complete(out *SimResult, jobs []Job, j int32, t float64) {
-	g := int(s.jobs[j].grp)
+// complete finishes r's first job to finish, at t, and lets the next
+// job take its place.
+func (s *simScratch) complete(out *SimResult, r Rsc, t float64) {
+	j := s.active[r][0].j // popped below, or replaced by its successor
+	sj := &s.edf[j]
+	g := int(sj.grp)
 	if s.limited {
 		s.count(j, -1)
 	}
-	pi, r := g/NumRsc, Rsc(g%NumRsc)
-	if t > s.jobs[j].dl {
-		out.MissesDeadline[j] = true
+	pi := g / NumRsc
+	if t > sj.dl {
+		out.MissesDeadline[sj.orig] = true
 		out.Projects[pi].DeadlinesMissed[r]++
-		out.Rsc[r].DeadlineMissedInstances += s.jobs[j].usage
+		out.Rsc[r].DeadlineMissedInstances += sj.usage
 	}
-	s.busyUpdate(r, s.jobs[j].full, s.jobs[j].usage)
+	s.busyUpdate(r, sj.full, sj.usage)
 	if r.IsGPU() {
-		s.busyUpdate(CPU, s.jobs[j].full, s.jobs[j].ncpu)
+		s.busyUpdate(CPU, sj.full, sj.ncpu)
 	}
 
 	// Unlink from the group's EDF list.
-	if pv := s.jobs[j].prev; pv >= 0 {
-		s.jobs[pv].next = s.jobs[j].next
+	if pv := sj.prev; pv >= 0 {
+		s.edf[pv].next = sj.next
 	} else {
-		s.head[g] = s.jobs[j].next
+		s.head[g] = sj.next
 	}
-	if nx := s.jobs[j].next; nx >= 0 {
-		s.jobs[nx].prev = s.jobs[j].prev
+	if nx := sj.next; nx >= 0 {
+		s.edf[nx].prev = sj.prev
 	}
 
-	sj := &s.jobs[j]
+	if !s.limited && s.uniform[g] && !s.alwaysFull && s.pick[g] >= 0 {
+		// Same jobs, same usage: the hand-out would come out the same.
+		k := s.pick[g]
+		s.pick[g] = s.edf[k].next
+		s.startJob(r, k, t, true)
+		return
+	}
+	s.popActive(r)
 	switch {
 	case s.limited:
 		// Which jobs the limits let run depends on every resource's
@@ -529,11 +732,6 @@ func (s *simScratch) complete(out *SimResult, jobs []Job, j int32, t float64) {
 		if r.IsGPU() {
 			s.handOut(CPU, t)
 		}
-	case s.pick[g] >= 0:
-		// Same jobs, same usage: the hand-out would come out the same.
-		k := s.pick[g]
-		s.pick[g] = s.jobs[k].next
-		s.startJob(r, k, t)
 	default:
 		// The project has no job left to take the instance: the hand-out
 		// takes each project's next jobs in one global order (every
@@ -565,15 +763,15 @@ func (s *simScratch) complete(out *SimResult, jobs []Job, j int32, t float64) {
 // instances are a min-heap, so the estimate is busy[0].
 func (s *simScratch) busyUpdate(r Rsc, dur, nused float64) {
 	b := s.busy[r]
-	if len(b) == 0 || nused < 1 {
+	if s.nbusy[r] == 0 || nused < 1 {
 		return
 	}
-	k := min(int(nused), len(b))
+	k := min(int(nused), s.nbusy[r])
 	if k == 1 {
-		b[0] += dur
-		siftDownF(b, 0)
+		replaceMinF(b, b[0]+dur)
 		return
 	}
+	b = b[:s.nbusy[r]] // the sentinels stay above all
 	// Take the k smallest off the heap, then put them back increased.
 	n := len(b)
 	for i := range k {
@@ -585,6 +783,46 @@ func (s *simScratch) busyUpdate(r Rsc, dur, nused float64) {
 		b[i] += dur
 		siftUpF(b[:i+1], i)
 	}
+}
+
+// fullTree is the size of the smallest full binary tree (2^k − 1) of at
+// least n nodes.
+func fullTree(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return 1<<bits.Len(uint(n)) - 1
+}
+
+// replaceMinF replaces the least element of h, a min-heap padded with
+// +Inf to a full tree, with x. Like the running jobs' heaps it takes
+// Floyd's way: the hole goes down to a leaf along the lesser children,
+// then x goes up from there. The new element mostly belongs near the
+// bottom, and the way down has no data-dependent branch: it is as long
+// for every leaf, and busy times are finite and not negative (no −0
+// either), so their bit patterns order like their values and the lesser
+// child is picked by the borrow of their difference.
+func replaceMinF(h []float64, x float64) {
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= len(h) {
+			break
+		}
+		_, c := bits.Sub64(math.Float64bits(h[l+1]), math.Float64bits(h[l]), 0)
+		l += int(c)
+		h[i] = h[l]
+		i = l
+	}
+	for i > 0 {
+		p := (i - 1) / 2
+		if !(x < h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = x
 }
 
 func siftDownF(h []float64, i int) {
@@ -616,16 +854,38 @@ func siftUpF(h []float64, i int) {
 	}
 }
 
-// startJob runs job j on resource r from t.
-func (s *simScratch) startJob(r Rsc, j int32, t float64) {
+// startJob runs job j on resource r from t; replace: in place of r's
+// first job to finish.
+func (s *simScratch) startJob(r Rsc, j int32, t float64, replace bool) {
 	if s.limited {
 		s.count(j, 1)
 	}
-	s.jobs[j].start = t
-	s.jobs[j].finish = t + s.jobs[j].dur
-	a := append(s.active[r], j)
+	sj := &s.edf[j]
+	sj.start = t
+	sj.finish = t + sj.dur
+	x := running{finish: sj.finish, orig: sj.orig, j: j}
+	if replace {
+		replaceMinRunning(s.active[r][:s.apad[r]], x)
+		return
+	}
+	a := s.active[r]
+	n := len(a)
+	if n == s.apad[r] {
+		// Add a level of idle leaves.
+		p := 2*n + 1
+		if cap(a) < p {
+			a = append(make([]running, 0, p), a...)
+		}
+		full := a[:p]
+		for i := n; i < p; i++ {
+			full[i] = idle
+		}
+		s.apad[r] = p
+	}
+	a = a[:n+1]
+	a[n] = x
+	siftUpRunning(a, n)
 	s.active[r] = a
-	s.siftUpActive(a, len(a)-1)
 }
 
 // handOut re-assigns resource r's instances at t (see Simulate).
@@ -654,8 +914,9 @@ func (s *simScratch) handOutAll(t float64) {
 // progress.
 func (s *simScratch) release(r Rsc, t float64) {
 	a := s.active[r]
-	for _, j := range a {
-		sj := &s.jobs[j]
+	for i := range a {
+		j := a[i].j
+		sj := &s.edf[j]
 		sj.dur = max(0, sj.dur-(t-sj.start))
 		if r != CPU {
 			s.nused[CPU] -= sj.ncpu
@@ -663,6 +924,7 @@ func (s *simScratch) release(r Rsc, t float64) {
 		if s.limited {
 			s.count(j, -1)
 		}
+		a[i] = idle
 	}
 	s.active[r] = a[:0]
 }
@@ -673,8 +935,8 @@ func (s *simScratch) assign(r Rsc, t float64) {
 	nused := 0.0
 	if r == CPU {
 		for gr := 1; gr < NumRsc; gr++ {
-			for _, j := range s.active[gr] {
-				nused += s.jobs[j].ncpu
+			for i := range s.active[gr] {
+				nused += s.edf[s.active[gr][i].j].ncpu
 			}
 		}
 	}
@@ -715,7 +977,7 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 			}
 			continue
 		}
-		sj := &s.jobs[j]
+		sj := &s.edf[j]
 		if s.limited && s.atLimit(j) {
 			// It may run once a job of its app or project finishes; until
 			// then it is deferred, and the group's next job is tried.
@@ -731,7 +993,7 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 			}
 			continue
 		}
-		s.startJob(r, j, t)
+		s.startJob(r, j, t, false)
 		s.nused[r] += sj.usage
 		if r.IsGPU() {
 			s.nused[CPU] += sj.ncpu
@@ -786,7 +1048,7 @@ func (s *simScratch) setupLimits(projects []Project, jobs []Job) {
 // atLimit reports whether job j's app or project has its limit of jobs
 // running (max_concurrent_exceeded).
 func (s *simScratch) atLimit(j int32) bool {
-	sj := &s.jobs[j]
+	sj := &s.edf[j]
 	if sj.app > 0 && s.appCnt[sj.app] >= sj.amax {
 		return true
 	}
@@ -796,7 +1058,7 @@ func (s *simScratch) atLimit(j int32) bool {
 
 // count adds d to job j's app and project running counts.
 func (s *simScratch) count(j int32, d int32) {
-	sj := &s.jobs[j]
+	sj := &s.edf[j]
 	if sj.app > 0 {
 		s.appCnt[sj.app] += d
 	}
@@ -842,51 +1104,91 @@ func (s *simScratch) siftDownProj(h []int32, i int) {
 	}
 }
 
-func (s *simScratch) activeBefore(a, b int32) bool {
-	if s.jobs[a].finish != s.jobs[b].finish {
-		return s.jobs[a].finish < s.jobs[b].finish
-	}
-	return a < b
-}
+// idle fills the running jobs' heaps beyond their length.
+var idle = running{finish: math.Inf(1), orig: math.MaxInt32, j: -1}
 
-func (s *simScratch) siftDownActive(h []int32, i int) {
+// replaceMinRunning replaces the first element of h, a heap padded with
+// idle to a full tree, with x (see replaceMinF).
+func replaceMinRunning(h []running, x running) {
+	i := 0
 	for {
 		l := 2*i + 1
 		if l >= len(h) {
-			return
+			break
 		}
-		m := l
-		if r := l + 1; r < len(h) && s.activeBefore(h[r], h[l]) {
-			m = r
-		}
-		if !s.activeBefore(h[m], h[i]) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
+		l += runLess(&h[l+1], &h[l])
+		h[i] = h[l]
+		i = l
 	}
-}
-
-func (s *simScratch) siftUpActive(h []int32, i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !s.activeBefore(h[i], h[p]) {
-			return
+		if !runBefore(&x, &h[p]) {
+			break
 		}
-		h[i], h[p] = h[p], h[i]
+		h[i] = h[p]
 		i = p
 	}
+	h[i] = x
 }
 
-func (s *simScratch) popActive(r Rsc) int32 {
-	h := s.active[r]
-	j := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	if len(h) > 0 {
-		s.siftDownActive(h, 0)
+func siftUpRunning(h []running, i int) {
+	x := h[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !runBefore(&x, &h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
 	}
-	s.active[r] = h
-	return j
+	h[i] = x
+}
+
+// popActive takes r's first job to finish off its heap.
+func (s *simScratch) popActive(r Rsc) {
+	h := s.active[r]
+	last := len(h) - 1
+	x := h[last]
+	h[last] = idle
+	if last > 0 {
+		replaceMinRunning(h[:s.apad[r]], x)
+	}
+	s.active[r] = h[:last]
+}
+
+// unixTime is a time as Unix seconds and nanoseconds, for subtracting
+// times faster than time.Time.Sub does.
+type unixTime struct {
+	t    time.Time
+	sec  int64
+	nsec int64
+	mono bool // t has a monotonic clock reading
+	ok   bool // sec is sane: no wrap-around in Unix(), nor in differences
+}
+
+func newUnixTime(t time.Time) unixTime {
+	sec := t.Unix()
+	return unixTime{t: t, sec: sec, nsec: int64(t.Nanosecond()), mono: t != t.Round(0), ok: sec > -1<<40 && sec < 1<<40}
+}
+
+// secondsTo is exactly t.Sub(u.t).Seconds(). Sub takes the monotonic
+// readings when both times have one, and checks for overflow with Add
+// and Equal; here the difference is taken from Unix seconds directly
+// when it surely fits a Duration (|d| < 2^33 s: 2^33 × 1e9 + 1e9 <
+// 2^63; a t whose Unix() wrapped around is 2^62 s away). The common
+// case, u without a monotonic reading, is inlined.
+func (u *unixTime) secondsTo(t time.Time) float64 {
+	if d := t.Unix() - u.sec; u.ok && !u.mono && uint64(d+secLim) < 2*secLim {
+		return time.Duration(d*1e9 + int64(t.Nanosecond()) - u.nsec).Seconds()
+	}
+	return u.secondsToSlow(t)
+}
+
+const secLim = 1 << 33
+
+func (u *unixTime) secondsToSlow(t time.Time) float64 {
+	if d := t.Unix() - u.sec; u.ok && uint64(d+secLim) < 2*secLim && !(u.mono && t != t.Round(0)) {
+		return time.Duration(d*1e9 + int64(t.Nanosecond()) - u.nsec).Seconds()
+	}
+	return t.Sub(u.t).Seconds()
 }
