@@ -241,8 +241,13 @@ type Scheduler struct {
 	miss   []uint8   // bit r: some task on resource r misses its deadline
 	has    []bool    // has a valid task
 
-	// edf[r] is a heap (edfLess) of the EDF tasks of resource r.
-	edf [workfetch.NumRsc][]cand
+	// edf[r] holds the EDF tasks of resource r not yet taken (see
+	// prepEDF): edf[r][edfHead[r]:edfSorted[r]] the least of them in
+	// edfLess order, then the rest, a heap once edfHeaped[r].
+	edf       [workfetch.NumRsc][]cand
+	edfHead   [workfetch.NumRsc]int
+	edfSorted [workfetch.NumRsc]int
+	edfHeaped [workfetch.NumRsc]bool
 	// keep[r] lists the running non-EDF tasks whose slice is unfinished.
 	keep [workfetch.NumRsc][]cand
 	// rr holds the round-robin candidates bucketed by (resource,
@@ -299,15 +304,15 @@ func (s *Scheduler) Schedule(in *Input, out *Decision) {
 
 	// 1. EDF: GPU types, then the CPU.
 	for r := workfetch.Rsc(1); r < workfetch.NumRsc; r++ {
-		for len(s.edf[r]) > 0 && s.gpuRoom(r) {
-			c := popHeap(&s.edf[r], false)
+		for s.edfLeft(r) > 0 && s.gpuRoom(r) {
+			c := s.popEDF(r)
 			if s.tryRun(c.idx, true, out) {
 				s.chargeTask(c.idx)
 			}
 		}
 	}
-	for len(s.edf[workfetch.CPU]) > 0 && !s.cpuFull() {
-		c := popHeap(&s.edf[workfetch.CPU], false)
+	for s.edfLeft(workfetch.CPU) > 0 && !s.cpuFull() {
+		c := s.popEDF(workfetch.CPU)
 		if s.tryRun(c.idx, true, out) {
 			s.chargeTask(c.idx)
 		}
@@ -502,7 +507,7 @@ func (s *Scheduler) classify() {
 		heapify(s.rr[s.off[b]:s.off[b]+s.n[b]], true)
 	}
 	for r := range s.edf {
-		heapify(s.edf[r], false)
+		s.prepEDF(r)
 	}
 
 	// Running GPU tasks that will be considered ahead of the round robin
@@ -723,6 +728,84 @@ func popHeap(h *[]cand, rr bool) cand {
 	siftDown(x, 0, rr)
 	*h = x
 	return top
+}
+
+// edfPrefix is how many EDF tasks per resource prepEDF sorts ahead: as
+// many as usually fill a host's instances, so that the others (often
+// most of a long queue, when the simulation sees many misses) are only
+// compared once each, not heapified.
+const edfPrefix = 32
+
+// prepEDF readies resource r's EDF tasks for popEDF: the edfPrefix least
+// (edfLess) go to the front, sorted, chosen in one pass with a bounded
+// max-heap; the rest are heapified only if the prefix runs out. The
+// tasks come out in the same order as from a heap of all of them.
+func (s *Scheduler) prepEDF(r int) {
+	h := s.edf[r]
+	k := min(len(h), edfPrefix)
+	if len(h) > k {
+		top := h[:k]
+		for i := k/2 - 1; i >= 0; i-- {
+			siftDownMax(top, i)
+		}
+		for i := k; i < len(h); i++ {
+			if edfLess(&h[i], &top[0]) {
+				top[0], h[i] = h[i], top[0]
+				siftDownMax(top, 0)
+			}
+		}
+	}
+	slices.SortFunc(h[:k], edfCmp)
+	s.edfHead[r], s.edfSorted[r], s.edfHeaped[r] = 0, k, false
+}
+
+// edfLeft is how many EDF tasks of r are left to pop.
+func (s *Scheduler) edfLeft(r workfetch.Rsc) int { return len(s.edf[r]) - s.edfHead[r] }
+
+// popEDF takes r's earliest EDF task (edfLess).
+func (s *Scheduler) popEDF(r workfetch.Rsc) cand {
+	if s.edfHead[r] < s.edfSorted[r] {
+		s.edfHead[r]++
+		return s.edf[r][s.edfHead[r]-1]
+	}
+	rest := s.edf[r][s.edfSorted[r]:]
+	if !s.edfHeaped[r] {
+		heapify(rest, false)
+		s.edfHeaped[r] = true
+	}
+	c := popHeap(&rest, false)
+	s.edf[r] = s.edf[r][:s.edfSorted[r]+len(rest)]
+	return c
+}
+
+func edfCmp(a, b cand) int {
+	switch {
+	case edfLess(&a, &b):
+		return -1
+	case edfLess(&b, &a):
+		return 1
+	}
+	return 0
+}
+
+// siftDownMax keeps h a heap with the last task in edfLess order on top.
+func siftDownMax(h []cand, i int) {
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && edfLess(&h[l], &h[r]) {
+			m = r
+		}
+		if !edfLess(&h[i], &h[m]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 func (s *Scheduler) popRR(r workfetch.Rsc, p int) cand {

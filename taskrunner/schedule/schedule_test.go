@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -644,5 +645,44 @@ func TestRunOrder(t *testing.T) {
 	}
 	if want := []int{4, 3, 2, 1, 0}; !slices.Equal(got, want) {
 		t.Errorf("run order %v, want %v", got, want)
+	}
+}
+
+// TestScheduleRecorded compares decisions on random inputs, many of
+// them with most tasks EDF and with equal deadlines, with what the
+// scheduler gave before its EDF phase stopped heapifying every EDF task:
+// the digest of every decision, in run order, must not change.
+func TestScheduleRecorded(t *testing.T) {
+	var s Scheduler
+	var d Decision
+	var b strings.Builder
+	for seed := range uint64(300) {
+		r := rand.New(rand.NewPCG(seed, 5))
+		n := 1 + r.IntN(300)
+		if seed%10 == 0 {
+			n = 1000 + r.IntN(2000)
+		}
+		in := randomInput(r, 1+r.IntN(8), n, 1+r.IntN(16), r.IntN(4))
+		pm := r.IntN(100)
+		for i := range in.Tasks {
+			tk := &in.Tasks[i]
+			tk.MissesDeadline = r.IntN(100) < pm
+			if r.IntN(3) == 0 {
+				tk.Deadline = at(time.Duration(r.IntN(20)) * time.Hour)
+				tk.Remaining = float64(r.IntN(3))
+			}
+		}
+		s.Schedule(&in, &d)
+		fmt.Fprintf(&b, "%d:", seed)
+		for _, a := range d.Run {
+			fmt.Fprintf(&b, " %d%v%v", a.Task, a.GPUs, a.EDF)
+		}
+		b.WriteByte('\n')
+	}
+	h := fnv.New64a()
+	h.Write([]byte(b.String()))
+	const want uint64 = 0x893b90b354a69950
+	if got := h.Sum64(); got != want {
+		t.Errorf("digest %#x, want %#x", got, want)
 	}
 }
