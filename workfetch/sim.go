@@ -166,10 +166,8 @@ type simScratch struct {
 	// (idle), so that every way down the tree is equally long.
 	active [NumRsc][]running
 	apad   [NumRsc]int
-	// Busy-time estimator, per instance: a min-heap of nbusy entries,
-	// also padded to a full tree, with +Inf.
+	// Busy-time estimator, per instance: a min-heap.
 	busy  [NumRsc][]float64
-	nbusy [NumRsc]int
 	nused [NumRsc]float64 // instances in use (the CPU's includes GPU jobs' CPUs)
 
 	// Parameters of the current run.
@@ -338,13 +336,8 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		if s.n[r] > 0 {
 			nb = min(maxBusyInstances, max(1, int(s.n[r])))
 		}
-		pad := fullTree(nb)
-		s.busy[r] = grow(s.busy[r], pad)
-		s.nbusy[r] = nb
-		clear(s.busy[r][:nb])
-		for i := nb; i < pad; i++ {
-			s.busy[r][i] = math.Inf(1)
-		}
+		s.busy[r] = grow(s.busy[r], nb)
+		clear(s.busy[r])
 	}
 
 	// Share fractions; if no project has a share, all count equally.
@@ -513,7 +506,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		if t < wbtot {
 			rs.Shortfall += s.n[r] * (wbtot - t)
 		}
-		if s.nbusy[r] > 0 {
+		if len(s.busy[r]) > 0 {
 			rs.BusyTime = s.busy[r][0]
 		}
 	}
@@ -763,15 +756,14 @@ func (s *simScratch) complete(out *SimResult, r Rsc, t float64) {
 // instances are a min-heap, so the estimate is busy[0].
 func (s *simScratch) busyUpdate(r Rsc, dur, nused float64) {
 	b := s.busy[r]
-	if s.nbusy[r] == 0 || nused < 1 {
+	if len(b) == 0 || nused < 1 {
 		return
 	}
-	k := min(int(nused), s.nbusy[r])
+	k := min(int(nused), len(b))
 	if k == 1 {
 		replaceMinF(b, b[0]+dur)
 		return
 	}
-	b = b[:s.nbusy[r]] // the sentinels stay above all
 	// Take the k smallest off the heap, then put them back increased.
 	n := len(b)
 	for i := range k {
@@ -785,28 +777,23 @@ func (s *simScratch) busyUpdate(r Rsc, dur, nused float64) {
 	}
 }
 
-// fullTree is the size of the smallest full binary tree (2^k − 1) of at
-// least n nodes.
-func fullTree(n int) int {
-	if n <= 0 {
-		return 0
-	}
-	return 1<<bits.Len(uint(n)) - 1
-}
-
-// replaceMinF replaces the least element of h, a min-heap padded with
-// +Inf to a full tree, with x. Like the running jobs' heaps it takes
-// Floyd's way: the hole goes down to a leaf along the lesser children,
-// then x goes up from there. The new element mostly belongs near the
-// bottom, and the way down has no data-dependent branch: it is as long
-// for every leaf, and busy times are finite and not negative (no −0
-// either), so their bit patterns order like their values and the lesser
-// child is picked by the borrow of their difference.
+// replaceMinF replaces the least element of the min-heap h with x. Like
+// the running jobs' heaps it takes Floyd's way: the hole goes down to a
+// leaf along the lesser children, then x goes up from there. The new
+// element mostly belongs near the bottom, and the way down has no
+// data-dependent branch but its end: busy times are finite and not
+// negative (no −0 either), so their bit patterns order like their values
+// and the lesser child is picked by the borrow of their difference.
 func replaceMinF(h []float64, x float64) {
+	n := len(h)
 	i := 0
 	for {
 		l := 2*i + 1
-		if l >= len(h) {
+		if l >= n-1 {
+			if l == n-1 {
+				h[i] = h[l]
+				i = l
+			}
 			break
 		}
 		_, c := bits.Sub64(math.Float64bits(h[l+1]), math.Float64bits(h[l]), 0)
