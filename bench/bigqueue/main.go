@@ -31,7 +31,9 @@
 // that time sampled every second; after a pause, CPU ticks
 // (utime+stime of /proc/PID/stat, 1/100 s) over an idle window in which
 // nothing changes, and RSS (/proc/PID/status); then the wall time of
-// <get_state/> and <get_results/> (median of 5 each) and the reply sizes.
+// <get_state/> and <get_results/> (median of 5 each), the client's CPU
+// ticks per call (less dependent on the host's load than wall time) and
+// the reply sizes.
 // It prints a table: boincd, the C++ client and boincd/C++.
 //
 // The 7.20 client does not keep the <min_rpc_time> it reads from the
@@ -134,6 +136,8 @@ type result struct {
 	resTime     time.Duration
 	resSize     int
 	nResults    int
+	stateTicks  float64 // client CPU ticks per get_state
+	resTicks    float64
 	executing   int
 	schedRPCs   int // scheduler requests tried, from the client's log
 	windowRPCs  int // of them, during the CPU window
@@ -399,9 +403,20 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 	if err := c.Authorize(ctx, password); err != nil {
 		return fail(err)
 	}
-	timeCall := func(req string) (time.Duration, []byte, error) {
+	// Wall time depends on the host's load; the client's CPU ticks per
+	// call less so.
+	timeCall := func(req string, ticks *float64) (time.Duration, []byte, error) {
 		var ds []time.Duration
 		var body []byte
+		t0, err := cpuTicks(pid)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer func() {
+			if t1, err := cpuTicks(pid); err == nil {
+				*ticks = float64(t1-t0) / float64(o.calls)
+			}
+		}()
 		for range o.calls {
 			t := time.Now()
 			b, err := c.Call(ctx, req)
@@ -415,11 +430,11 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 		return ds[len(ds)/2], body, nil
 	}
 	var body []byte
-	if r.stateTime, body, err = timeCall("<get_state/>"); err != nil {
+	if r.stateTime, body, err = timeCall("<get_state/>", &r.stateTicks); err != nil {
 		return fail(err)
 	}
 	r.stateSize = len(body)
-	if r.resTime, body, err = timeCall("<get_results/>"); err != nil {
+	if r.resTime, body, err = timeCall("<get_results/>", &r.resTicks); err != nil {
 		return fail(err)
 	}
 	r.resSize = len(body)
@@ -488,8 +503,10 @@ func report(o options, rs []*result, genTime, importTime time.Duration, importOu
 		{"RSS (MB)", func(r *result) float64 { return float64(r.rss) / 1000 }, "%.1f"},
 		{"RSS per task (kB)", func(r *result) float64 { return float64(r.rss) / float64(o.tasks) }, "%.2f"},
 		{"get_state, median (ms)", func(r *result) float64 { return ms(r.stateTime) }, "%.1f"},
+		{"get_state, client CPU ticks per call", func(r *result) float64 { return r.stateTicks }, "%.1f"},
 		{"get_state reply (kB)", func(r *result) float64 { return float64(r.stateSize) / 1000 }, "%.0f"},
 		{"get_results, median (ms)", func(r *result) float64 { return ms(r.resTime) }, "%.1f"},
+		{"get_results, client CPU ticks per call", func(r *result) float64 { return r.resTicks }, "%.1f"},
 		{"get_results reply (kB)", func(r *result) float64 { return float64(r.resSize) / 1000 }, "%.0f"},
 		{"results in get_results", func(r *result) float64 { return float64(r.nResults) }, "%.0f"},
 		{"executing (get_results)", func(r *result) float64 { return float64(r.executing) }, "%.0f"},
