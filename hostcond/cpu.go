@@ -1,11 +1,8 @@
 package hostcond
 
 import (
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/shirou/gopsutil/v3/cpu"
 )
 
 // CPUWindow is the span over which CPUSampler averages, as the C++
@@ -32,8 +29,6 @@ type cpuSpan struct {
 	end              time.Time
 	busy, own, total float64
 }
-
-var errNoCPUTimes = errors.New("host CPU times: none reported")
 
 // NewCPUSampler returns a sampler of this host.
 func NewCPUSampler() *CPUSampler { return &CPUSampler{} }
@@ -91,20 +86,4 @@ func (s *CPUSampler) Sample(now time.Time, ownCPUSecs float64) float64 {
 		return 100
 	}
 	return pct
-}
-
-// hostCPUTimes sums the host's CPU times. Busy leaves out idle, iowait
-// (waiting, not computing) and steal (time the hypervisor gave to other
-// guests); guest time is already inside user on Linux.
-func hostCPUTimes() (busy, total float64, err error) {
-	ts, err := cpu.Times(false)
-	if err != nil {
-		return 0, 0, err
-	}
-	if len(ts) == 0 {
-		return 0, 0, errNoCPUTimes
-	}
-	t := ts[0]
-	busy = t.User + t.Nice + t.System + t.Irq + t.Softirq
-	return busy, busy + t.Idle + t.Iowait + t.Steal, nil
 }
