@@ -526,7 +526,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		} else {
 			w.str("", "error", perr.Error())
 		}
-		return []byte(w.String()), nil, nil
+		return w.Bytes(), nil, nil
 	}
 	switch {
 	case req.op == "auth1":
@@ -536,7 +536,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		cc.gotA1 = true
 		cc.nonce = strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64)
 		w.str("", "nonce", cc.nonce)
-		return []byte(w.String()), nil, nil
+		return w.Bytes(), nil, nil
 	case req.op == "auth2":
 		if (!cc.gotA1 || cc.gotA2) && !cc.authOK {
 			return nil, nil, errClose
@@ -549,7 +549,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 			wait, ok := s.reserveCheck(cc.key, time.Now(), brakeMax)
 			if !ok {
 				w.line("<unauthorized/>")
-				return []byte(w.String()), nil, errClose
+				return w.Bytes(), nil, errClose
 			}
 			if wait > 0 {
 				t := time.NewTimer(wait)
@@ -571,7 +571,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		}
 		if !good {
 			w.line("<unauthorized/>")
-			return []byte(w.String()), nil, errClose
+			return w.Bytes(), nil, errClose
 		}
 		if !cc.authOK {
 			cc.authOK = true
@@ -582,14 +582,14 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 			s.mu.Unlock()
 		}
 		w.line("<authorized/>")
-		return []byte(w.String()), nil, nil
+		return w.Bytes(), nil, nil
 	case !cc.authOK && !cc.local && req.op != "get_auth_id":
 		w.line("<unauthorized/>")
 		if cc.sentUna {
-			return []byte(w.String()), nil, errClose
+			return w.Bytes(), nil, errClose
 		}
 		cc.sentUna = true
-		return []byte(w.String()), nil, nil
+		return w.Bytes(), nil, nil
 	}
 	h, ok := ops[req.op]
 	if !ok {
@@ -597,11 +597,11 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		// debug, as a hostile peer can send any number of them.
 		s.log.Debug("GUI RPC: unrecognized op", slog.String("op", clip(req.op, 64)), slog.String("peer", cc.peer))
 		w.str("", "error", "unrecognized op: "+req.op)
-		return []byte(w.String()), nil, nil
+		return w.Bytes(), nil, nil
 	}
 	if !cc.authOK && !h.noAuth {
 		w.line("<unauthorized/>")
-		return []byte(w.String()), nil, nil
+		return w.Bytes(), nil, nil
 	}
 	req.notices = &cc.notices
 	if req.op == "exchange_versions" {
@@ -611,7 +611,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 	bctx, cancel := context.WithTimeout(ctx, backendTimeout)
 	defer cancel()
 	after := h.fn(bctx, s, req, w)
-	return []byte(w.String()), after, nil
+	return w.Bytes(), after, nil
 }
 
 // clip shortens s to at most n bytes for a log line.

@@ -221,7 +221,7 @@ func TestProxyInfoRoundTrip(t *testing.T) {
 		HTTPUserName: "me", HTTPUserPasswd: "s<e>cret", SOCKSServerPort: 1080, SOCKS5RemoteDNS: true, NoProxy: "a,b", NoAutodetect: true}
 	w := &xw{}
 	writeProxyInfo(w, &in)
-	out, err := boinc.ParseProxyInfo([]byte(w.String()))
+	out, err := boinc.ParseProxyInfo(w.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package guirpc
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -17,7 +18,9 @@ import (
 // GUI clients depend on that layout (PROTOCOLS.md §5.6).
 
 type xw struct {
-	strings.Builder
+	// A bytes.Buffer rather than a strings.Builder: the reply goes out
+	// as its bytes, not a copy (11 MB for a 10,000-task get_state).
+	bytes.Buffer
 	num []byte // scratch for numbers, so that writing one allocates nothing
 }
 
@@ -75,10 +78,8 @@ func (w *xw) flag(indent, tag string, v bool) {
 	}
 }
 
-// ff is C's %f. Non-finite values, which C would print as "nan" or "inf"
-// and BOINC's parsers would read as 0, are written as 0.
-func ff(v float64) string { return string(appendFF(nil, v)) }
-
+// appendFF is C's %f. Non-finite values, which C would print as "nan" or
+// "inf" and BOINC's parsers would read as 0, are written as 0.
 func appendFF(b []byte, v float64) []byte {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		v = 0
