@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/container"
@@ -235,6 +236,24 @@ func (d *Daemon) handleContainerEvent(ev any) bool {
 // engine works: projects with container apps send this host none of
 // their work. None with dont_use_docker, none before a detection ends,
 // and none off Linux, where boincd runs no container apps.
+// noticeReason shortens a detection failure for the notice: the engines'
+// stderr can run to several lines of their own log format, which the event
+// log keeps whole ("Docker: not usable: ...").
+func noticeReason(why string) string {
+	const max = 200
+	if i := strings.IndexAny(why, "\r\n"); i >= 0 {
+		why = why[:i]
+	}
+	if len(why) <= max {
+		return why
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(why[cut]) {
+		cut--
+	}
+	return why[:cut] + "… (the event log has the rest)"
+}
+
 func (d *Daemon) containerNotice() (notices.Notice, bool) {
 	c := &d.ctr
 	if runtime.GOOS != "linux" || d.dontUseDocker() || !c.detected || c.res.Found() {
@@ -244,7 +263,7 @@ func (d *Daemon) containerNotice() (notices.Notice, bool) {
 		Key:   "docker:missing",
 		Title: "Docker or podman not found",
 		Description: "Some BOINC projects run their jobs in containers and send them only to computers that can run them. " +
-			"No working container engine was found here (" + c.res.Reason + "). " +
+			"No working container engine was found here (" + noticeReason(c.res.Reason) + "). " +
 			"To get such jobs, install podman (recommended) or Docker; boincd notices it without a restart. " +
 			"Instructions: " + InstallDockerURL + ". To stop this notice, set dont_use_docker.",
 		Link: InstallDockerURL,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
@@ -292,4 +293,20 @@ func TestContainerCleanup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "a cleanup after the reset", func() bool { return eng.count("podman ps --all --format {{.Names}}") > lists })
+}
+
+func TestNoticeReasonIsShort(t *testing.T) {
+	long := "podman 4.3.1 cannot run a container: exit status 126: " + strings.Repeat("é", 300)
+	for _, tc := range []struct{ in, want string }{
+		{"podman not found", "podman not found"},
+		{"podman --version failed: exit status 1: time=x level=error\nmore\nlines", "podman --version failed: exit status 1: time=x level=error"},
+	} {
+		if got := noticeReason(tc.in); got != tc.want {
+			t.Errorf("noticeReason(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	got := noticeReason(long)
+	if !utf8.ValidString(got) || !strings.HasSuffix(got, "(the event log has the rest)") || len(got) > 260 {
+		t.Errorf("long reason cut to %q", got)
+	}
 }
