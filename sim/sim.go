@@ -137,6 +137,10 @@ type engine struct {
 	dec    schedule.Decision
 	runIdx []int
 	ran    []bool // per project: ran during the step
+	// chooser and fetchDec serve a Fetcher that decides into kept
+	// scratch (chooserFetcher: the core's).
+	chooser  workfetch.Chooser
+	fetchDec workfetch.Decision
 
 	observers []Observer
 	charge    float64
@@ -196,6 +200,13 @@ func seedStream(seed uint64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15*(stream+1)))
 }
 
+// chooserFetcher is a Fetcher that can decide into a Decision and a
+// workfetch.Chooser the engine keeps (no allocation per step), reading
+// only the request: CoreFetcher. Its decisions are the same as Choose's.
+type chooserFetcher interface {
+	chooseInto(ch *workfetch.Chooser, d *workfetch.Decision, now time.Time, h workfetch.Host, p workfetch.Prefs, projects []workfetch.Project, sim *workfetch.SimResult, prio []float64)
+}
+
 func newEngine(sc *Scenario, opt Options) *engine {
 	e := &engine{
 		sc:     sc,
@@ -246,6 +257,7 @@ func newEngine(sc *Scenario, opt Options) *engine {
 	if c, ok := opt.Policy.(Charger); ok {
 		e.charge = c.Charge(e.host)
 	}
+	e.chooser.RequestOnly = true // the engine reads only the request
 	e.attach()
 	return e
 }
@@ -465,16 +477,22 @@ func (e *engine) buildJobs() {
 	e.wjobs = e.wjobs[:0]
 	for i := range e.jobs {
 		j := &e.jobs[i]
+		// remaining(j), with the static estimate computed once.
+		static := e.static(j)
+		rem := static
+		if j.elapsed > 0 {
+			rem = workfetch.Remaining(static, j.elapsed, 1-j.left/j.total, j.elapsed, false)
+		}
 		e.wjobs = append(e.wjobs, workfetch.Job{
 			Project:   j.core,
 			Rsc:       j.rsc,
 			NCPUs:     j.ncpus,
 			NGPUs:     j.ngpus,
-			Remaining: e.remaining(j),
+			Remaining: rem,
 			Deadline:  j.deadlineT,
 			Runnable:  true,
 			Received:  j.receivedT,
-			Estimate:  e.static(j),
+			Estimate:  static,
 		})
 	}
 	for c := range e.core {
@@ -567,8 +585,17 @@ func (e *engine) decide() {
 // fetch asks the work-fetch policy whom to ask, and makes the RPC. It
 // reports whether an RPC was attempted.
 func (e *engine) fetch() bool {
-	d := e.opt.Fetcher.Choose(e.now(), e.host, e.prefs, e.core, &e.res, e.prio)
-	req := d.Request
+	var req workfetch.Request
+	if cf, ok := e.opt.Fetcher.(chooserFetcher); ok {
+		// A pure decision: when offline its answer is not used.
+		if !e.connected() {
+			return false
+		}
+		cf.chooseInto(&e.chooser, &e.fetchDec, e.now(), e.host, e.prefs, e.core, &e.res, e.prio)
+		req = e.fetchDec.Request
+	} else {
+		req = e.opt.Fetcher.Choose(e.now(), e.host, e.prefs, e.core, &e.res, e.prio).Request
+	}
 	if req.Project < 0 || req.Project >= len(e.core) || !e.connected() {
 		return false
 	}

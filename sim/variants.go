@@ -98,6 +98,15 @@ func (WF1Fetcher) Choose(now time.Time, h workfetch.Host, p workfetch.Prefs, pro
 	return d
 }
 
+// chooseInto implements chooserFetcher: Choose's decision, made with the
+// engine's kept workfetch.Chooser into its kept Decision.
+func (c CoreFetcher) chooseInto(ch *workfetch.Chooser, d *workfetch.Decision, now time.Time, h workfetch.Host, p workfetch.Prefs, projects []workfetch.Project, sim *workfetch.SimResult, prio []float64) {
+	if c.NoGuard {
+		p.DeadlineGuard = workfetch.DeadlineGuardOff
+	}
+	ch.Choose(d, now, h, p, projects, sim, prio)
+}
+
 // Compile-time checks that the variants plug into the emulator's points.
 var (
 	_ workfetch.Policy = (*RECPolicy)(nil)
@@ -105,4 +114,5 @@ var (
 	_ Charger          = (*RECPolicy)(nil)
 	_ Scheduler        = (*CS1Scheduler)(nil)
 	_ Fetcher          = WF1Fetcher{}
+	_ chooserFetcher   = CoreFetcher{}
 )

@@ -74,10 +74,22 @@ type chooser struct {
 	guard    float64         // Prefs.DeadlineGuard in effect; 0 = off
 	avail    [NumRsc]float64 // Host.CPUAvail or GPUAvail
 	queued   [NumRsc]float64 // every project's ProjSim.Queue
+	// memo holds rscWhy and room per (project, resource), index
+	// i*NumRsc+r, once computed in this pass (a Chooser's scratch); nil:
+	// nothing is memoised. Both are pure functions of the pass's inputs.
+	memo []chooseMemo
 }
 
-func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int) {
-	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override, guard: p.guard()}
+// chooseMemo is one (project, resource)'s memoised rscWhy and room.
+type chooseMemo struct {
+	why           string
+	room          float64
+	whyOK, roomOK bool
+}
+
+func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int, memo []chooseMemo) {
+	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override, guard: p.guard(), memo: memo}
+	clear(memo)
 	c.allZero = true
 	for r := range NumRsc {
 		c.avail[r] = h.CPUAvail
@@ -189,6 +201,18 @@ func (c *chooser) projectWhy(i int) string {
 // other projects'). If even an idle instance cannot finish one job by
 // L, nothing is asked: the job would only be wasted.
 func (c *chooser) room(i int, r Rsc) float64 {
+	if c.memo == nil {
+		return c.roomNow(i, r)
+	}
+	m := &c.memo[i*NumRsc+int(r)]
+	if !m.roomOK {
+		m.room, m.roomOK = c.roomNow(i, r), true
+	}
+	return m.room
+}
+
+// roomNow computes room.
+func (c *chooser) roomNow(i int, r Rsc) float64 {
 	g := c.guard
 	q := c.ps(i)
 	L, w := q.Latency[r], q.JobWall[r]
@@ -290,6 +314,18 @@ func margin(g, L float64) float64 {
 
 // rscWhy is why project i may not be asked for resource r ("" if it may).
 func (c *chooser) rscWhy(i int, r Rsc) string {
+	if c.memo == nil {
+		return c.rscWhyNow(i, r)
+	}
+	m := &c.memo[i*NumRsc+int(r)]
+	if !m.whyOK {
+		m.why, m.whyOK = c.rscWhyNow(i, r), true
+	}
+	return m.why
+}
+
+// rscWhyNow computes rscWhy.
+func (c *chooser) rscWhyNow(i int, r Rsc) string {
 	if w := c.projectWhy(i); w != "" {
 		return w
 	}
@@ -348,9 +384,6 @@ func (c *chooser) candidate(i int, r Rsc, k criterion) bool {
 	if k != critIdle && wackyDCF(c.projects[i].State.DCF) {
 		return false
 	}
-	if c.tight(i, r) {
-		return false
-	}
 	if (k == critMinor || k == critStarved) && c.overworked(i, r) {
 		return false
 	}
@@ -373,7 +406,9 @@ func (c *chooser) candidate(i int, r Rsc, k criterion) bool {
 			}
 		}
 	}
-	return true
+	// The request-size rule last: the costliest test (the tests are pure,
+	// so their order does not change the answer).
+	return !c.tight(i, r)
 }
 
 // pick is the highest-priority candidate for r under k; zero-share
@@ -515,10 +550,41 @@ func anySecs(req *Request) bool {
 // that is not in the request; the strings are constants (or the project's
 // NoFetch), so the daemon can log them without formatting cost.
 func Choose(now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, prio []float64) Decision {
+	var d Decision
+	choose(&d, nil, false, now, &h, p, projects, sim, prio)
+	return d
+}
+
+// Chooser makes Choose's decision into a Decision the caller keeps,
+// reusing its NotFetching array and the Chooser's own working memory, so
+// a caller that decides every step (the emulator) allocates nothing per
+// pass. The zero value is ready; it is not safe for concurrent use.
+type Chooser struct {
+	// RequestOnly leaves Decision.NotFetching empty (length 0), for a
+	// caller that reads only the request: explaining every other
+	// (project, resource) is most of a pass's work. The request is the
+	// same either way.
+	RequestOnly bool
+	memo        []chooseMemo
+}
+
+// Choose is Choose's decision, written into d (which it overwrites
+// whole; d.NotFetching's backing array is reused).
+func (ch *Chooser) Choose(d *Decision, now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, prio []float64) {
+	n := len(projects) * NumRsc
+	if cap(ch.memo) < n {
+		ch.memo = make([]chooseMemo, n)
+	}
+	choose(d, ch.memo[:n], ch.RequestOnly, now, &h, p, projects, sim, prio)
+}
+
+// choose is Choose into d, with memo as the chooser's scratch (nil: none)
+// and, if requestOnly, no NotFetching.
+func choose(d *Decision, memo []chooseMemo, requestOnly bool, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64) {
 	var c chooser
-	newChooser(&c, now, &h, p, projects, sim, prio, -1)
+	newChooser(&c, now, h, p, projects, sim, prio, -1, memo)
 	i, k, target := c.decide()
-	d := Decision{Request: Request{Project: -1}}
+	d.Request = Request{Project: -1}
 	if i >= 0 {
 		req := &d.Request
 		req.Project = i
@@ -535,13 +601,21 @@ func Choose(now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, 
 		}
 	}
 
+	if requestOnly {
+		d.NotFetching = d.NotFetching[:0]
+		return
+	}
 	nr := 0
 	for r := range NumRsc {
 		if c.n[r] > 0 {
 			nr++
 		}
 	}
-	d.NotFetching = make([]NotFetching, 0, nr*len(projects))
+	if d.NotFetching == nil || cap(d.NotFetching) < nr*len(projects) {
+		d.NotFetching = make([]NotFetching, 0, nr*len(projects))
+	} else {
+		d.NotFetching = d.NotFetching[:0]
+	}
 	for pi := range projects {
 		for _, r := range rscOrder {
 			if c.n[r] == 0 || (pi == i && d.Request.Secs[r] > 0) {
@@ -550,7 +624,6 @@ func Choose(now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, 
 			d.NotFetching = append(d.NotFetching, NotFetching{Project: pi, Rsc: r, Why: c.whyNot(pi, r, i, k)})
 		}
 	}
-	return d
 }
 
 // whyNot explains why (pi, r) is not part of the request to chosen.
@@ -602,7 +675,7 @@ func RequestFor(i int, now time.Time, h Host, p Prefs, projects []Project, sim *
 		return Request{Project: -1, Reason: "no such project"}
 	}
 	var c chooser
-	newChooser(&c, now, &h, p, projects, sim, prio, i)
+	newChooser(&c, now, &h, p, projects, sim, prio, i, nil)
 	chosen, k, target := c.decide()
 	switch {
 	case chosen < 0:

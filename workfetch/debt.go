@@ -91,25 +91,33 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 	if !(dt > 0) || math.IsInf(dt, 0) || len(projects) == 0 {
 		return
 	}
-	var small [64]uint8
-	var runnable []uint8
-	if len(projects) > len(small) {
-		runnable = make([]uint8, len(projects))
+	// Working memory: on the stack for up to smallProjects projects (no
+	// allocation per call), else on the heap.
+	np := len(projects)
+	var (
+		sRunnable [smallProjects]uint8
+		sElig     [NumRsc][smallProjects]bool
+		sOwed     [smallProjects][NumRsc]float64
+		sFloat    [2][smallProjects]float64
+		sBool     [2][smallProjects]bool
+	)
+	var ds debtScratch
+	if np <= smallProjects {
+		ds = debtScratch{owed: sOwed[:np], capOf: sFloat[0][:np], ent: sFloat[1][:np], active: sBool[0][:np], fixed: sBool[1][:np]}
 	} else {
-		runnable = small[:len(projects)]
+		ds = debtScratch{owed: make([][NumRsc]float64, np), capOf: make([]float64, np), ent: make([]float64, np), active: make([]bool, np), fixed: make([]bool, np)}
+	}
+	var runnable []uint8
+	if np > smallProjects {
+		runnable = make([]uint8, np)
+	} else {
+		runnable = sRunnable[:np]
 	}
 	for i := range jobs {
 		j := &jobs[i]
 		if j.Runnable && j.Project >= 0 && j.Project < len(projects) && j.Rsc >= 0 && int(j.Rsc) < NumRsc {
 			runnable[j.Project] |= 1 << uint(j.Rsc)
 		}
-	}
-	var smallElig [64]bool
-	var elig []bool
-	if len(projects) > len(smallElig) {
-		elig = make([]bool, len(projects))
-	} else {
-		elig = smallElig[:len(projects)]
 	}
 
 	// Which projects accrue debt for which resource, and how much of each
@@ -120,7 +128,12 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		if instances(h.Instances[r]) == 0 {
 			continue
 		}
-		e := make([]bool, len(projects))
+		var e []bool
+		if np > smallProjects {
+			e = make([]bool, np)
+		} else {
+			e = sElig[r][:np]
+		}
 		for i := range projects {
 			e[i] = debtEligible(&projects[i], Rsc(r), runnable[i]&(1<<uint(r)) != 0, now)
 			if e[i] {
@@ -129,14 +142,15 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		}
 		eligAll[r] = e
 	}
-	owed := owedShares(projects, &h, &eligAll, &T)
+	owedShares(projects, &h, &eligAll, &T, &ds)
+	owed := ds.owed
 
 	for r := range NumRsc {
 		n := instances(h.Instances[r])
 		if n == 0 {
 			continue
 		}
-		copy(elig, eligAll[r])
+		elig := eligAll[r]
 		nElig := 0
 		sum := 0.0
 		for i := range projects {
@@ -194,17 +208,18 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 // resource only is owed exactly its per-resource share, as before.
 //
 // The result is in instance-seconds of each resource.
-func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]float64) [][NumRsc]float64 {
+//
+// It writes into ds, whose slices have len(projects) zeroed entries.
+func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]float64, ds *debtScratch) {
 	np := len(projects)
-	owed := make([][NumRsc]float64, np)
+	owed := ds.owed
 	share := func(i int) float64 {
 		if sh := projects[i].Share; sh > 0 && !math.IsInf(sh, 0) {
 			return sh
 		}
 		return 0
 	}
-	capOf := make([]float64, np)
-	active := make([]bool, np)
+	capOf, active := ds.capOf, ds.active
 	pool := 0.0
 	for r := range NumRsc {
 		if elig[r] == nil || !(T[r] > 0) {
@@ -220,11 +235,10 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 		}
 	}
 	if pool <= 0 {
-		return owed
+		return
 	}
 	// Water-filling of the pool by share, each project capped.
-	ent := make([]float64, np)
-	fixed := make([]bool, np)
+	ent, fixed := ds.ent, ds.fixed
 	left := pool
 	for {
 		tot, n := 0.0, 0
@@ -266,7 +280,8 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 		break
 	}
 	// Lay entitlements onto resources, most constrained resource first.
-	order := make([]int, 0, NumRsc)
+	var orderBuf [NumRsc]int
+	order := orderBuf[:0]
 	count := [NumRsc]int{}
 	for r := range NumRsc {
 		if elig[r] == nil || !(T[r] > 0) {
@@ -314,7 +329,18 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 			owed[i][r] = a / speed
 		}
 	}
-	return owed
+}
+
+// smallProjects is how many projects UpdateDebts keeps its working
+// memory on the stack for.
+const smallProjects = 64
+
+// debtScratch is owedShares' working memory and output (owed), one entry
+// per project, zeroed.
+type debtScratch struct {
+	owed          [][NumRsc]float64
+	capOf, ent    []float64
+	active, fixed []bool
 }
 
 func usedOf(used [][NumRsc]float64, i, r int) float64 {
