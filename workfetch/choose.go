@@ -77,24 +77,30 @@ type chooser struct {
 	// memo holds rscWhy and room per (project, resource), index
 	// i*NumRsc+r, once computed in this pass (a Chooser's scratch); nil:
 	// nothing is memoised. Both are pure functions of the pass's inputs.
+	// Entries of another generation than gen are stale.
 	memo []chooseMemo
+	gen  uint32
 }
 
-// chooseMemo is one (project, resource)'s memoised rscWhy and room.
+// chooseMemo is one (project, resource)'s memoised rscWhy and room, with
+// the generation (pass) each was computed in.
 type chooseMemo struct {
-	why           string
-	room          float64
-	whyOK, roomOK bool
+	why             string
+	room            float64
+	whyGen, roomGen uint32
 }
 
-func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int, memo []chooseMemo) {
-	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override, guard: p.guard(), memo: memo}
-	clear(memo)
+func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64, override int, memo []chooseMemo, gen uint32) {
+	*c = chooser{now: now, projects: projects, sim: sim, prio: prio, wbmin: p.Min(), wbtot: p.Total(), override: override, guard: p.guard(), memo: memo, gen: gen}
 	c.allZero = true
 	for r := range NumRsc {
 		c.avail[r] = h.CPUAvail
 		if Rsc(r).IsGPU() {
 			c.avail[r] = h.GPUAvail
+		}
+		// queued is read (by room) only for the resources the host has.
+		if instances(h.Instances[r]) == 0 {
+			continue
 		}
 		for p := range sim.Projects {
 			c.queued[r] += sim.Projects[p].Queue[r]
@@ -103,6 +109,7 @@ func newChooser(c *chooser, now time.Time, h *Host, p Prefs, projects []Project,
 	for i := range projects {
 		if positive(projects[i].Share) {
 			c.allZero = false
+			break
 		}
 	}
 	for r := range NumRsc {
@@ -205,8 +212,8 @@ func (c *chooser) room(i int, r Rsc) float64 {
 		return c.roomNow(i, r)
 	}
 	m := &c.memo[i*NumRsc+int(r)]
-	if !m.roomOK {
-		m.room, m.roomOK = c.roomNow(i, r), true
+	if m.roomGen != c.gen {
+		m.room, m.roomGen = c.roomNow(i, r), c.gen
 	}
 	return m.room
 }
@@ -318,8 +325,8 @@ func (c *chooser) rscWhy(i int, r Rsc) string {
 		return c.rscWhyNow(i, r)
 	}
 	m := &c.memo[i*NumRsc+int(r)]
-	if !m.whyOK {
-		m.why, m.whyOK = c.rscWhyNow(i, r), true
+	if m.whyGen != c.gen {
+		m.why, m.whyGen = c.rscWhyNow(i, r), c.gen
 	}
 	return m.why
 }
@@ -551,7 +558,7 @@ func anySecs(req *Request) bool {
 // NoFetch), so the daemon can log them without formatting cost.
 func Choose(now time.Time, h Host, p Prefs, projects []Project, sim *SimResult, prio []float64) Decision {
 	var d Decision
-	choose(&d, nil, false, now, &h, p, projects, sim, prio)
+	choose(&d, nil, 0, false, now, &h, p, projects, sim, prio)
 	return d
 }
 
@@ -566,6 +573,7 @@ type Chooser struct {
 	// same either way.
 	RequestOnly bool
 	memo        []chooseMemo
+	gen         uint32 // the last pass's generation of memo entries
 }
 
 // Choose is Choose's decision, written into d (which it overwrites
@@ -575,14 +583,20 @@ func (ch *Chooser) Choose(d *Decision, now time.Time, h Host, p Prefs, projects 
 	if cap(ch.memo) < n {
 		ch.memo = make([]chooseMemo, n)
 	}
-	choose(d, ch.memo[:n], ch.RequestOnly, now, &h, p, projects, sim, prio)
+	// A new generation makes every memo entry stale without clearing;
+	// generation 0 is never used, so zeroed entries are stale too.
+	if ch.gen++; ch.gen == 0 {
+		clear(ch.memo[:cap(ch.memo)])
+		ch.gen = 1
+	}
+	choose(d, ch.memo[:n], ch.gen, ch.RequestOnly, now, &h, p, projects, sim, prio)
 }
 
 // choose is Choose into d, with memo as the chooser's scratch (nil: none)
 // and, if requestOnly, no NotFetching.
-func choose(d *Decision, memo []chooseMemo, requestOnly bool, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64) {
+func choose(d *Decision, memo []chooseMemo, gen uint32, requestOnly bool, now time.Time, h *Host, p Prefs, projects []Project, sim *SimResult, prio []float64) {
 	var c chooser
-	newChooser(&c, now, h, p, projects, sim, prio, -1, memo)
+	newChooser(&c, now, h, p, projects, sim, prio, -1, memo, gen)
 	i, k, target := c.decide()
 	d.Request = Request{Project: -1}
 	if i >= 0 {
@@ -675,7 +689,7 @@ func RequestFor(i int, now time.Time, h Host, p Prefs, projects []Project, sim *
 		return Request{Project: -1, Reason: "no such project"}
 	}
 	var c chooser
-	newChooser(&c, now, &h, p, projects, sim, prio, i, nil)
+	newChooser(&c, now, &h, p, projects, sim, prio, i, nil, 0)
 	chosen, k, target := c.decide()
 	switch {
 	case chosen < 0:

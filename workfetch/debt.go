@@ -98,14 +98,14 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		sRunnable [smallProjects]uint8
 		sElig     [NumRsc][smallProjects]bool
 		sOwed     [smallProjects][NumRsc]float64
-		sFloat    [2][smallProjects]float64
+		sFloat    [3][smallProjects]float64
 		sBool     [2][smallProjects]bool
 	)
 	var ds debtScratch
 	if np <= smallProjects {
-		ds = debtScratch{owed: sOwed[:np], capOf: sFloat[0][:np], ent: sFloat[1][:np], active: sBool[0][:np], fixed: sBool[1][:np]}
+		ds = debtScratch{owed: sOwed[:np], capOf: sFloat[0][:np], ent: sFloat[1][:np], share: sFloat[2][:np], active: sBool[0][:np], fixed: sBool[1][:np]}
 	} else {
-		ds = debtScratch{owed: make([][NumRsc]float64, np), capOf: make([]float64, np), ent: make([]float64, np), active: make([]bool, np), fixed: make([]bool, np)}
+		ds = debtScratch{owed: make([][NumRsc]float64, np), capOf: make([]float64, np), ent: make([]float64, np), share: make([]float64, np), active: make([]bool, np), fixed: make([]bool, np)}
 	}
 	var runnable []uint8
 	if np > smallProjects {
@@ -213,12 +213,14 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]float64, ds *debtScratch) {
 	np := len(projects)
 	owed := ds.owed
-	share := func(i int) float64 {
+	shv := ds.share // each project's share, 0 if not positive and finite
+	for i := range np {
+		shv[i] = 0
 		if sh := projects[i].Share; sh > 0 && !math.IsInf(sh, 0) {
-			return sh
+			shv[i] = sh
 		}
-		return 0
 	}
+	share := func(i int) float64 { return shv[i] }
 	capOf, active := ds.capOf, ds.active
 	pool := 0.0
 	for r := range NumRsc {
@@ -338,9 +340,9 @@ const smallProjects = 64
 // debtScratch is owedShares' working memory and output (owed), one entry
 // per project, zeroed.
 type debtScratch struct {
-	owed          [][NumRsc]float64
-	capOf, ent    []float64
-	active, fixed []bool
+	owed              [][NumRsc]float64
+	capOf, ent, share []float64
+	active, fixed     []bool
 }
 
 func usedOf(used [][NumRsc]float64, i, r int) float64 {

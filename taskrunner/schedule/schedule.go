@@ -381,8 +381,9 @@ func (s *Scheduler) setup(in *Input) {
 		default:
 			s.ngpu[r] = int(m)
 		}
-		clear(s.usage[r][:])
-		clear(s.pending[r][:])
+		// Only instances below ngpu[r] are ever read or written.
+		clear(s.usage[r][:s.ngpu[r]])
+		clear(s.pending[r][:s.ngpu[r]])
 	}
 	s.ngpu[workfetch.CPU] = 0
 
@@ -504,7 +505,9 @@ func (s *Scheduler) classify() {
 		s.n[b]++
 	}
 	for b := range nb {
-		heapify(s.rr[s.off[b]:s.off[b]+s.n[b]], true)
+		if s.n[b] > 1 { // a heap of one is one already
+			heapify(s.rr[s.off[b]:s.off[b]+s.n[b]], true)
+		}
 	}
 	for r := range s.edf {
 		s.prepEDF(r)
