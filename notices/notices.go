@@ -332,7 +332,9 @@ func (s *Store) RemoveScheduler(url string) int {
 // notice whose key still holds stays as it is, seqno and text, so a GUI
 // does not see it again: a figure in the text that moves while the
 // condition lasts (disk use, a count of transfers) does not make a new
-// notice each time.
+// notice each time. Client notices without a key (one-off messages, such
+// as an account manager's) are not conditions: they stay until they age
+// out.
 func (s *Store) SyncClient(want []Notice, now time.Time) {
 	byKey := make(map[string]*Notice, len(want))
 	for i := range want {
@@ -340,7 +342,7 @@ func (s *Store) SyncClient(want []Notice, now time.Time) {
 	}
 	kept := map[string]bool{}
 	s.removeWhere(func(n *Notice) bool {
-		if n.Category != CategoryClient {
+		if n.Category != CategoryClient || n.Key == "" {
 			return false
 		}
 		if _, ok := byKey[n.Key]; !ok || kept[n.Key] {

@@ -88,6 +88,11 @@ func TestStore(t *testing.T) {
 			s.SyncClient([]Notice{{Key: "b", Description: "B"}, {Key: "c", Description: "C"}}, t0.Add(time.Hour))
 			s.SyncClient([]Notice{{Key: "b", Description: "B2"}, {Key: "c", Description: "C"}}, t0.Add(MaxAge*2))
 		}, "2:B 3:C", 1},
+		{"a one-off client notice outlives the conditions' syncs", func(t *testing.T, s *Store) {
+			s.Add(Notice{Title: "Message from account manager", Description: "Welcome", Category: CategoryClient}, t0)
+			s.SyncClient([]Notice{{Key: "a", Description: "A"}}, t0)
+			s.SyncClient(nil, t0.Add(time.Hour))
+		}, "1:Welcome", 1},
 		{"feed items: new ones added, known ones kept, gone ones removed", func(t *testing.T, s *Store) {
 			s.SetFeeds(pa, []Feed{{URL: feed.URL, PollInterval: time.Hour}})
 			s.ApplyFeed(feed, "P", []Item{
