@@ -284,6 +284,10 @@ func TestContainerCleanup(t *testing.T) {
 			t.Errorf("touched another owner's object: %q", c)
 		}
 	}
+	// The engine saw the removal before the daemon logs it.
+	waitFor(t, 20*time.Second, "the image removal logged", func() bool {
+		return len(h.logs.find("removed an image no task uses", "image", "__gone")) > 0
+	})
 	if n := len(h.logs.find("removed an image no task uses", "image", "__gone")); n != 1 {
 		t.Errorf("image removal logged %d times", n)
 	}

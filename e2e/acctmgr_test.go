@@ -406,7 +406,12 @@ func TestAcctMgrBoinccmdLikeCppClient(t *testing.T) {
 	}
 	var tags [][]string
 	for _, body := range byCPID {
-		tags = append(tags, topLevelTags(body))
+		// A container engine is an 8.x host_info field the 7.20 client
+		// does not have; boincd reports it (issue 20) when one works,
+		// and the harness gives it a stand-in working engine.
+		tags = append(tags, slices.DeleteFunc(topLevelTags(body), func(t string) bool {
+			return t == "docker_version" || t == "docker_type"
+		}))
 	}
 	if !slices.Equal(tags[0], tags[1]) {
 		t.Errorf("request elements differ:\n%v\n%v", tags[0], tags[1])
