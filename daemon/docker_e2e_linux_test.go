@@ -78,13 +78,20 @@ func TestContainerJobWithPodman(t *testing.T) {
 	if err := os.MkdirAll(run, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// Every podman run as the app user may start a pause process (the
+	// daemon's detection runs podman with an environment of its own, so
+	// its pause.pid may lie elsewhere): end the ones this test started.
+	before := pauseProcesses(uid)
 	t.Cleanup(func() {
-		b, err := os.ReadFile(filepath.Join(run, "libpod", "tmp", "pause.pid"))
-		if err != nil {
-			return
+		if b, err := os.ReadFile(filepath.Join(run, "libpod", "tmp", "pause.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 1 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+		for pid := range pauseProcesses(uid) {
+			if !before[pid] {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
 		}
 	})
 	asUser := func(cmd *exec.Cmd) {
@@ -228,4 +235,26 @@ func buildHelloImage(t *testing.T, root, home string) error {
 		return &exec.Error{Name: "tar: " + string(out), Err: err}
 	}
 	return os.Chmod(filepath.Join(root, "hello.tar"), 0o644)
+}
+
+// pauseProcesses lists the rootless-podman pause processes (catatonit -P)
+// that run as uid.
+func pauseProcesses(uid int) map[int]bool {
+	out := map[int]bool{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "catatonit" {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name()), &st) == nil && int(st.Uid) == uid {
+			out[pid] = true
+		}
+	}
+	return out
 }
