@@ -273,6 +273,10 @@ func bcFields(out string) (fields map[string][]string, other []string) {
 	fields = map[string][]string{}
 	section := ""
 	for _, line := range strings.Split(out, "\n") {
+		// A line that starts with a time ("26-Nov-2026 00:25:45: GUI RPC
+		// error: ...") would split at the time's first colon; the two
+		// clients print it a second apart now and then.
+		line = bcTime.ReplaceAllString(line, "TIME")
 		trim := strings.TrimSpace(line)
 		switch {
 		case trim == "":
