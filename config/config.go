@@ -487,6 +487,9 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		{"BOINCD_ALLOW_ROOT_APPS", "allow_root_apps", &c.AllowRootApps},
 		{"BOINCD_UNSIGNED_APPS_OK", "unsigned_apps_ok", &c.UnsignedAppsOK},
 		{"BOINCD_GUI_RPC_ALLOW_REMOTE", "gui_rpc.allow_remote", &c.GUIRPC.AllowRemote},
+		// A container image rarely wants its daemon to look for podman
+		// or Docker inside it.
+		{"BOINCD_DONT_USE_DOCKER", "dont_use_docker", &c.DontUseDocker},
 	} {
 		if v := getenv(e.name); v != "" {
 			b, err := strconv.ParseBool(v)

@@ -196,3 +196,25 @@ func TestAppUserAndRoot(t *testing.T) {
 		})
 	}
 }
+
+func TestDontUseDockerFromEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want bool
+		bad  bool
+	}{{"", false, false}, {"true", true, false}, {"0", false, false}, {"maybe", false, true}} {
+		c, err := Load(filepath.Join(t.TempDir(), "missing.toml"), true, func(k string) string {
+			if k == "BOINCD_DONT_USE_DOCKER" {
+				return tc.env
+			}
+			return ""
+		})
+		if (err != nil) != tc.bad {
+			t.Errorf("BOINCD_DONT_USE_DOCKER=%q: err %v", tc.env, err)
+			continue
+		}
+		if !tc.bad && c.DontUseDocker != tc.want {
+			t.Errorf("BOINCD_DONT_USE_DOCKER=%q: dont_use_docker %v, want %v", tc.env, c.DontUseDocker, tc.want)
+		}
+	}
+}

@@ -295,6 +295,9 @@ func harnessEnv(root string, httpPort, dbPort int) []string {
 		"WU_SECONDS="+strconv.Itoa(wuSeconds),
 		"ESCAPE_GUI_URLS=0",
 		"GUI_PW="+guiPW,
+		// The client user's rootless podman would leave its pause
+		// process behind after the suite: boincd looks for no engine.
+		"BOINCD_DONT_USE_DOCKER=true",
 	)
 }
 
