@@ -107,6 +107,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	// build that started it) must not pause it as "CPU busy".
 	noCPULimit := 0.0
 	cfg.Prefs.SuspendCPUUsage = &noCPULimit
+	// The demo project sends no container apps: looking for podman would
+	// only leave its rootless pause process behind when the demo ends.
+	cfg.DontUseDocker = true
 	cfg.Projects = []config.Project{{URL: srv.URL(), Authenticator: "demo-account-key", ResourceShare: 100}}
 	d, err := daemon.New(daemon.Options{
 		DataDir: dataDir, Config: cfg, Logger: logger, ExitWhenIdle: true,
