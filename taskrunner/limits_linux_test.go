@@ -135,8 +135,10 @@ func TestMemoryLimitKillsTask(t *testing.T) {
 		!strings.HasSuffix(x.Message, "exceeds limit 47.68 MB") {
 		t.Fatalf("exit %v status %d %q", x.Outcome, x.ExitStatus, x.Message)
 	}
-	// The smoothed value lags the samples: the peak is the raw one.
-	if x.PeakWorkingSet < 150e6 || seen <= 0 || seen > x.PeakWorkingSet {
+	// The smoothed value lags the samples: the peak is the raw one, above
+	// the limit. (How far above depends on how fast the app grew while
+	// the average caught up: 121 MB on a busy CI host, 150 MB+ alone.)
+	if x.PeakWorkingSet < 50e6 || seen <= 0 || seen > x.PeakWorkingSet {
 		t.Errorf("peak %.0f, smoothed status %.0f", x.PeakWorkingSet, seen)
 	}
 }
