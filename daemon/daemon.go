@@ -210,7 +210,6 @@ type Daemon struct {
 	persist         persistState
 	startTime       time.Time
 	guiDisk         guiDiskUsage // projects' disk usage as last measured (guidisk.go)
-	memReleased     bool         // start-up's memory given back (memory.go)
 	stats           Stats
 	pcount          map[string]*projectCounters   // master URL → totals for metrics
 	netStats        boinc.NetStats                // measured transfer rates, persisted
@@ -475,7 +474,6 @@ func (d *Daemon) step(now time.Time) {
 	d.maybeRPC(now)
 	d.maybeAcctMgrRPC(now)
 	d.pollFeeds(now)
-	d.maybeReleaseMemory(now)
 	d.flush()
 }
 
