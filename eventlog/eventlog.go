@@ -78,12 +78,16 @@ type Message struct {
 
 // ring is the state shared by a Log and every handler derived from it.
 type ring struct {
-	mu    sync.Mutex
-	buf   []Message
-	start int // index of the oldest message in buf
-	n     int
-	last  int64
-	namer ProjectNamer
+	mu sync.Mutex
+	// buf grows to capacity as messages come, then wraps: a daemon that
+	// logs little never pays for the whole ring (2,000 messages are
+	// about 180 KB, most of an idle daemon's heap).
+	buf      []Message
+	capacity int
+	start    int // index of the oldest message in buf
+	n        int
+	last     int64
+	namer    ProjectNamer
 }
 
 // Log is the event log and the slog.Handler feeding it. Handlers derived
@@ -105,7 +109,7 @@ func New(next slog.Handler, capacity int) *Log {
 	if next == nil {
 		next = slog.DiscardHandler
 	}
-	return &Log{r: &ring{buf: make([]Message, capacity)}, formats: cppFormats(), next: next}
+	return &Log{r: &ring{capacity: capacity}, formats: cppFormats(), next: next}
 }
 
 // ProjectNamer maps a project's master URL to its name; "" means "no name
@@ -124,7 +128,7 @@ func (l *Log) SetProjectNamer(fn ProjectNamer) {
 }
 
 // Capacity is the most messages the log keeps.
-func (l *Log) Capacity() int { return len(l.r.buf) }
+func (l *Log) Capacity() int { return l.r.capacity }
 
 // LastSeqno is the sequence number of the newest message, 0 when none.
 func (l *Log) LastSeqno() int64 {
@@ -185,8 +189,8 @@ func (l *Log) add(msgs []Message) {
 	for _, m := range msgs {
 		r.last++
 		m.Seqno = r.last
-		if r.n < len(r.buf) {
-			r.buf[(r.start+r.n)%len(r.buf)] = m
+		if r.n < r.capacity {
+			r.buf = append(r.buf, m) // start is 0 until the ring is full
 			r.n++
 		} else {
 			r.buf[r.start] = m
