@@ -189,7 +189,7 @@ func TestQuitAndResumeFromCheckpoint(t *testing.T) {
 	if _, alive, err := readProcStat(pid); err != nil || alive {
 		t.Fatalf("app process %d still alive after the daemon stopped (err %v)", pid, err)
 	}
-	if len(h1.logs.find("task did not quit before shutdown; killing it")) > 0 {
+	if len(h1.logs.Find("task did not quit before shutdown; killing it")) > 0 {
 		t.Errorf("the app had to be killed; it should have honoured <quit/>")
 	}
 	t.Logf("daemon with its app stopped in %.2f s", time.Since(stopped).Seconds())
@@ -216,7 +216,7 @@ func TestQuitAndResumeFromCheckpoint(t *testing.T) {
 	// pre-empt (as with the C++ client). So the total is at least the
 	// daemon's checkpoint plus the second run's work.
 	var base float64
-	if rs := h2.logs.find("task restarted"); len(rs) == 1 {
+	if rs := h2.logs.Find("task restarted"); len(rs) == 1 {
 		base, _ = rs[0]["from_checkpoint_cpu"].(float64)
 	} else {
 		t.Fatalf("second daemon logged %d task restarts, want 1", len(rs))

@@ -3,7 +3,6 @@ package apptest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,42 +18,13 @@ import (
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/guirpc/client"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // The harness runs the real daemon in-process against a real testproject
 // server on 127.0.0.1 that hands out real programs: the BOINC-API app
 // compiled from testdata/apiapp.cpp, or a shell script. Only the daemon's
 // intervals are shortened.
-
-// logBuffer is a thread-safe sink for the daemon's JSON log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// find returns the decoded log records with message msg.
-func (b *logBuffer) find(msg string) []map[string]any {
-	var out []map[string]any
-	for _, line := range strings.Split(b.String(), "\n") {
-		var r map[string]any
-		if json.Unmarshal([]byte(line), &r) == nil && r["msg"] == msg {
-			out = append(out, r)
-		}
-	}
-	return out
-}
 
 // apiProject starts a project serving the compiled BOINC-API app and one
 // job with the given command line.
@@ -71,25 +40,13 @@ func apiProject(t *testing.T, appPath, cmdline string) *testproject.Server {
 // startProject starts a project that hands out exactly one job of app.
 func startProject(t *testing.T, app testproject.App, cmdline string) *testproject.Server {
 	t.Helper()
-	srv, err := testproject.New(testproject.Config{
+	return testsupport.StartProject(t, testproject.Config{
 		Apps:          []testproject.App{app},
 		Job:           testproject.JobTemplate{CommandLine: cmdline, InputSize: 4096},
 		TotalJobs:     1,
 		MaxJobsPerRPC: 1,
 		RequestDelay:  -1,
 	})
-	if err != nil {
-		t.Fatalf("testproject.New: %v", err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatalf("testproject Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("closing test project: %v", err)
-		}
-	})
-	return srv
 }
 
 // daemonConfig attaches to srv; diskInterval > 0 sets the checkpoint
@@ -116,11 +73,9 @@ func daemonConfig(srv *testproject.Server, diskInterval float64) *config.Config 
 type harness struct {
 	t       *testing.T
 	d       *daemon.Daemon
-	logs    *logBuffer
+	logs    *testsupport.LogBuffer
 	dataDir string
-	cancel  context.CancelFunc
-	done    chan error
-	stopped bool
+	run     *testsupport.Runner
 }
 
 // startDaemon runs a daemon on dataDir until the test ends (or stop).
@@ -128,7 +83,7 @@ type harness struct {
 // before the server closes.
 func startDaemon(t *testing.T, dataDir string, cfg *config.Config) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &logBuffer{}, dataDir: dataDir, done: make(chan error, 1)}
+	h := &harness{t: t, logs: &testsupport.LogBuffer{}, dataDir: dataDir}
 	d, err := daemon.New(daemon.Options{
 		DataDir:           dataDir,
 		Config:            cfg,
@@ -151,42 +106,13 @@ func startDaemon(t *testing.T, dataDir string, cfg *config.Config) *harness {
 		t.Fatalf("daemon.New: %v", err)
 	}
 	h.d = d
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := h.stop(20 * time.Second); err != nil {
-			t.Errorf("daemon stop: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("daemon log (%s):\n%s", dataDir, tail(h.logs.String(), 20000))
-		}
-	})
+	h.run = testsupport.Run(t, d.Run, 20*time.Second, h.logs, dataDir)
 	return h
 }
 
 // stop cancels the daemon (a graceful shutdown: tasks are sent <quit/>)
 // and waits up to limit for Run to return. It may be called twice.
-func (h *harness) stop(limit time.Duration) error {
-	if h.stopped {
-		return nil
-	}
-	h.cancel()
-	select {
-	case err := <-h.done:
-		h.stopped = true
-		return err
-	case <-time.After(limit):
-		return errors.New("daemon Run did not return")
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+func (h *harness) stop(limit time.Duration) error { return h.run.Stop(limit) }
 
 // task returns the daemon's view of its only task, if it has one.
 func (h *harness) task() (daemon.TaskView, bool) {
@@ -276,16 +202,11 @@ func activeResult(t *testing.T, c *client.Client, name string) (client.Result, b
 	return client.Result{}, false
 }
 
-// waitFor polls cond until it holds or the time is up.
+// waitFor is testsupport.WaitFor polling every 50 ms, as these tests
+// always have (their conditions are daemon snapshots and GUI RPCs).
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testsupport.Poll(t, 50*time.Millisecond, limit, what, cond)
 }
 
 // waitReported waits until the server got the report of its one job and

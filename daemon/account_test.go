@@ -17,6 +17,7 @@ import (
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/rpcclient"
 )
 
@@ -40,7 +41,7 @@ func (h *harness) webRPC(kind, endpoint, query string) guirpc.WebRPCStatus {
 func (h *harness) webRPCWait(kind string) guirpc.WebRPCStatus {
 	h.t.Helper()
 	var st guirpc.WebRPCStatus
-	waitFor(h.t, 20*time.Second, kind+" to finish", func() bool {
+	testsupport.WaitFor(h.t, 20*time.Second, kind+" to finish", func() bool {
 		if err := h.do(guirpc.WebRPCPoll{Kind: kind, Out: &st}); err != nil {
 			h.t.Fatalf("poll %s: %v", kind, err)
 		}
@@ -65,7 +66,7 @@ func (h *harness) attachStatus() guirpc.AttachStatus {
 func (h *harness) waitAttach() guirpc.AttachStatus {
 	h.t.Helper()
 	var st guirpc.AttachStatus
-	waitFor(h.t, 30*time.Second, "the attach's first contact", func() bool {
+	testsupport.WaitFor(h.t, 30*time.Second, "the attach's first contact", func() bool {
 		st = h.attachStatus()
 		return st.ErrorNum != guirpc.ErrNumInProgress
 	})
@@ -73,7 +74,7 @@ func (h *harness) waitAttach() guirpc.AttachStatus {
 }
 
 func TestWizardWebRPCs(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Name:     "wizard project",
 		Accounts: []testproject.Account{{Email: "Vol@Example.org", Password: "secret", UserName: "vol"}},
 	})
@@ -121,7 +122,7 @@ func TestWizardWebRPCs(t *testing.T) {
 	if logs := h.logs.String(); strings.Contains(logs, wrong) || strings.Contains(logs, hash) {
 		t.Errorf("the log holds a password hash:\n%s", logs)
 	}
-	if recs := h.logs.find("project web RPC failed", "url", closed+"create_account.php"); len(recs) != 1 || recs[0].num("error_num") != guirpc.ErrNumConnect {
+	if recs := h.logs.Find("project web RPC failed", "url", closed+"create_account.php"); len(recs) != 1 || recs[0].Num("error_num") != guirpc.ErrNumConnect {
 		t.Errorf("failure log records: %v", recs)
 	}
 }
@@ -138,7 +139,7 @@ func TestWizardWebRPCReplaced(t *testing.T) {
 	}))
 	defer slow.Close()
 	defer close(release)
-	srv := startProject(t, testproject.Config{Name: "fast"})
+	srv := testsupport.StartProject(t, testproject.Config{Name: "fast"})
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), config.Default(), nil)
 
 	if err := h.do(guirpc.WebRPC{Kind: guirpc.WebRPCProjectConfig, Endpoint: slow.URL + "/get_project_config.php"}); err != nil {
@@ -160,7 +161,7 @@ func TestWizardWebRPCReplaced(t *testing.T) {
 
 func TestAttachPollFollowsFirstContact(t *testing.T) {
 	release := make(chan struct{})
-	good := startProject(t, testproject.Config{Name: "good", Authenticator: "right-key", TotalJobs: 1,
+	good := testsupport.StartProject(t, testproject.Config{Name: "good", Authenticator: "right-key", TotalJobs: 1,
 		// The first master page waits for the test, which sees the
 		// attach in progress meanwhile.
 		Faults: testproject.Faults{RewriteMaster: func(page []byte) []byte { <-release; return page }}})

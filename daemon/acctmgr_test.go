@@ -16,6 +16,7 @@ import (
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/rpcclient"
 )
 
@@ -160,7 +161,7 @@ func TestAcctMgrSigningKey(t *testing.T) {
 func (h *harness) amPoll() guirpc.AcctMgrStatus {
 	h.t.Helper()
 	var st guirpc.AcctMgrStatus
-	waitFor(h.t, 20*time.Second, "the account manager RPC", func() bool {
+	testsupport.WaitFor(h.t, 20*time.Second, "the account manager RPC", func() bool {
 		if err := h.do(guirpc.AcctMgrPoll{Out: &st}); err != nil {
 			h.t.Fatal(err)
 		}
@@ -200,7 +201,7 @@ func (h *harness) amInfo() (guirpc.AcctMgrInfoOut, acctMgrInfo) {
 // attaches the AM's projects, marked, with its share; the membership
 // (never the clear password) survives a restart; a failing AM backs off.
 func TestAcctMgrJoinPersistBackoff(t *testing.T) {
-	srv := startProject(t, testproject.Config{Name: "p"})
+	srv := testsupport.StartProject(t, testproject.Config{Name: "p"})
 	am, err := testproject.NewAccountManager("Unit AM", nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := h.amPoll(); st.ErrorNum != 0 {
-		t.Fatalf("join: poll %+v\n%s", st, tail(h.logs.String(), 3000))
+		t.Fatalf("join: poll %+v\n%s", st, testsupport.Tail(h.logs.String(), 3000))
 	}
 	out, info := h.amInfo()
 	if out.URL != am.URL() || out.Name != "Unit AM" || !out.HaveCredentials || info.Origin != originGUIRPC || info.SigningKey == "" {
@@ -257,7 +258,7 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 	if err := h.d.query(context.Background(), func() { h.d.am.info.NextRPCTime = time.Now().Add(-time.Second) }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the periodic sync", func() bool { return len(am.Requests()) > n })
+	testsupport.WaitFor(t, 20*time.Second, "the periodic sync", func() bool { return len(am.Requests()) > n })
 	if st := h.amPoll(); st.ErrorNum != 0 {
 		t.Errorf("periodic sync: %+v", st)
 	}
@@ -343,7 +344,7 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 // TestAcctMgrFeedAndMessages: the AM's messages and its news feed become
 // notices under its name; leaving the AM drops them.
 func TestAcctMgrFeedAndMessages(t *testing.T) {
-	news := startProject(t, testproject.Config{Name: "news", News: &testproject.NewsFeed{Items: []testproject.NewsItem{
+	news := testsupport.StartProject(t, testproject.Config{Name: "news", News: &testproject.NewsFeed{Items: []testproject.NewsItem{
 		{Title: "AM news", Description: "All hosts: new projects on the AM", GUID: "am-1", PubDate: time.Now().Add(-time.Hour)},
 	}}})
 	am, err := testproject.NewAccountManager("Feed AM", nil, nil)
@@ -373,7 +374,7 @@ func TestAcctMgrFeedAndMessages(t *testing.T) {
 		}
 		return m
 	}
-	waitFor(t, 20*time.Second, "the AM's message and news as notices", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the AM's message and news as notices", func() bool {
 		m := notices()
 		return m["Welcome, Carol"] == "Feed AM" && strings.Contains(strings.Join(mapKeysOf(m), "\n"), "new projects on the AM")
 	})
@@ -412,7 +413,7 @@ func TestAcctMgrConfigJoinRetried(t *testing.T) {
 	cfg.AccountManager = config.AccountManager{URL: am.URL(), User: "Dan", PasswordHash: guirpc.AcctMgrPasswordHash("Dan", "pw")}
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
 	var retry time.Time
-	waitFor(t, 20*time.Second, "the refused join", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the refused join", func() bool {
 		if err := h.d.query(context.Background(), func() { retry = h.d.am.joinRetry }); err != nil {
 			t.Fatal(err)
 		}
@@ -428,7 +429,7 @@ func TestAcctMgrConfigJoinRetried(t *testing.T) {
 	if err := h.d.query(context.Background(), func() { h.d.am.joinRetry = time.Now().Add(-time.Second) }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the join on retry", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the join on retry", func() bool {
 		out, info := h.amInfo()
 		return out.URL == am.URL() && info.Origin == originConfig
 	})

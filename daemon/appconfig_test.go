@@ -10,6 +10,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/workfetch"
 )
 
@@ -183,7 +184,7 @@ func TestAppConfigReportAndFractionDone(t *testing.T) {
 // An <app_version> entry whose plan class matches none of the app's
 // versions is said once, in the C++ client's words, with its line.
 func TestAppConfigUnmatchedPlanClass(t *testing.T) {
-	var logs logBuffer
+	var logs testsupport.LogBuffer
 	d := acDaemon(t, "")
 	d.log = slog.New(slog.NewJSONHandler(&logs, nil))
 	dir := d.projectDir(acURL)

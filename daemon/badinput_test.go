@@ -12,6 +12,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // Each test here feeds the daemon one kind of bad input and checks three
@@ -53,7 +54,7 @@ func (w *backoffWatch) observe(v View) {
 
 // check asserts that the daemon saw failures, backed off, and that no
 // scheduler request to the project went out before the backoff expired.
-func (w *backoffWatch) check(t *testing.T, logs *logBuffer) {
+func (w *backoffWatch) check(t *testing.T, logs *testsupport.LogBuffer) {
 	t.Helper()
 	if len(w.minAt) == 0 {
 		t.Fatalf("the daemon's view never showed RPC failures for %s", w.url)
@@ -61,16 +62,16 @@ func (w *backoffWatch) check(t *testing.T, logs *logBuffer) {
 	if !w.future {
 		t.Errorf("the daemon's view never showed MinRPCTime in the future for %s: no backoff", w.url)
 	}
-	failures := logs.find("scheduler request failed", "project", w.url)
-	sends := logs.find("sending scheduler request", "project", w.url)
+	failures := logs.Find("scheduler request failed", "project", w.url)
+	sends := logs.Find("sending scheduler request", "project", w.url)
 	for i, f := range failures {
 		minRPC, ok := w.minAt[i+1]
 		if !ok {
 			continue // that failure's view was missed by the poller
 		}
-		failedAt := f.time()
+		failedAt := f.Time()
 		for _, s := range sends {
-			if at := s.time(); at.After(failedAt) {
+			if at := s.Time(); at.After(failedAt) {
 				if at.Before(minRPC) {
 					t.Errorf("after failure %d at %s the next request went out at %s, before the backoff ended at %s",
 						i+1, failedAt.Format(time.StampMicro), at.Format(time.StampMicro), minRPC.Format(time.StampMicro))
@@ -103,12 +104,12 @@ func TestSchedulerReplyFaults(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			faulty := startProject(t, testproject.Config{TotalJobs: 2, Faults: tc.faults})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			faulty := testsupport.StartProject(t, testproject.Config{TotalJobs: 2, Faults: tc.faults})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startDaemon(t, faulty, healthy)
 			watch := newBackoffWatch(faulty.URL())
 
-			waitFor(t, testLimit, "the faulty project's jobs to be reported", func() bool {
+			testsupport.WaitFor(t, testLimit, "the faulty project's jobs to be reported", func() bool {
 				watch.observe(h.snapshot())
 				st := faulty.Stats()
 				if len(st.Sent) < 2 {
@@ -123,20 +124,20 @@ func TestSchedulerReplyFaults(t *testing.T) {
 			})
 			checkHealthy(t, healthy, healthyJobs, testLimit)
 
-			fails := h.logs.find("scheduler request failed", "project", faulty.URL())
+			fails := h.logs.Find("scheduler request failed", "project", faulty.URL())
 			if len(fails) != tc.failures {
 				t.Errorf("logged %d scheduler failures for the faulty project, want %d", len(fails), tc.failures)
 			}
 			for _, f := range fails {
-				t.Logf("failure: %s", f.str("err"))
-				if !strings.Contains(f.str("err"), tc.wantErr) {
-					t.Errorf("failure logged with err %q, want it to mention %q", f.str("err"), tc.wantErr)
+				t.Logf("failure: %s", f.Str("err"))
+				if !strings.Contains(f.Str("err"), tc.wantErr) {
+					t.Errorf("failure logged with err %q, want it to mention %q", f.Str("err"), tc.wantErr)
 				}
-				if f.str("level") != "WARN" && f.str("level") != "ERROR" {
-					t.Errorf("failure logged at level %s", f.str("level"))
+				if f.Str("level") != "WARN" && f.Str("level") != "ERROR" {
+					t.Errorf("failure logged at level %s", f.Str("level"))
 				}
 			}
-			if len(h.logs.find("scheduler request failed", "project", healthy.URL())) != 0 {
+			if len(h.logs.Find("scheduler request failed", "project", healthy.URL())) != 0 {
 				t.Errorf("the healthy project had scheduler failures")
 			}
 			watch.check(t, h.logs)
@@ -175,13 +176,13 @@ func TestHostileFileNames(t *testing.T) {
 			t.Parallel()
 			// One job per reply: the first (hostile) reply carries job 1
 			// only, jobs 2 and 3 come in later, clean replies.
-			faulty := startProject(t, testproject.Config{TotalJobs: 3, MaxJobsPerRPC: 1, Faults: testproject.Faults{HostileFileName: tc.file}})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			faulty := testsupport.StartProject(t, testproject.Config{TotalJobs: 3, MaxJobsPerRPC: 1, Faults: testproject.Faults{HostileFileName: tc.file}})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startDaemon(t, faulty, healthy)
 			watch := newBackoffWatch(faulty.URL())
 
 			var st testproject.Stats
-			waitFor(t, testLimit, "the faulty project's clean jobs to be reported", func() bool {
+			testsupport.WaitFor(t, testLimit, "the faulty project's clean jobs to be reported", func() bool {
 				watch.observe(h.snapshot())
 				st = faulty.Stats()
 				if len(st.Sent) < 3 {
@@ -196,12 +197,12 @@ func TestHostileFileNames(t *testing.T) {
 			})
 			checkHealthy(t, healthy, healthyJobs, testLimit)
 
-			fails := h.logs.find("scheduler request failed", "project", faulty.URL())
+			fails := h.logs.Find("scheduler request failed", "project", faulty.URL())
 			if len(fails) != 1 {
 				t.Fatalf("logged %d scheduler failures, want 1 (the hostile reply)", len(fails))
 			}
-			t.Logf("refusal: %s", fails[0].str("err"))
-			if err := fails[0].str("err"); !strings.Contains(err, tc.wantErr) {
+			t.Logf("refusal: %s", fails[0].Str("err"))
+			if err := fails[0].Str("err"); !strings.Contains(err, tc.wantErr) {
 				t.Errorf("refusal logged as %q, want it to name %q", err, tc.wantErr)
 			}
 			watch.check(t, h.logs)
@@ -254,9 +255,9 @@ func TestCorruptDownload(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			const inputSize = 4096
-			faulty := startProject(t, testproject.Config{TotalJobs: 1, Job: testproject.JobTemplate{InputSize: inputSize},
+			faulty := testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Job: testproject.JobTemplate{InputSize: inputSize},
 				Faults: testproject.Faults{CorruptDownloads: tc.corrupt}})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs, Job: testproject.JobTemplate{InputSize: inputSize}})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs, Job: testproject.JobTemplate{InputSize: inputSize}})
 			h := startDaemon(t, faulty, healthy)
 
 			st := waitAllReported(t, faulty, 1, testLimit)
@@ -268,13 +269,13 @@ func TestCorruptDownload(t *testing.T) {
 			if got := st.Downloads[job.InputFile]; got != tc.wantDownloads {
 				t.Errorf("input %s downloaded %d times, want %d", job.InputFile, got, tc.wantDownloads)
 			}
-			retries := h.logs.find("download failed; will retry", "file", job.InputFile)
+			retries := h.logs.Find("download failed; will retry", "file", job.InputFile)
 			if len(retries) != min(tc.corrupt, verifyRetries-1) {
 				t.Errorf("logged %d download retries, want %d", len(retries), min(tc.corrupt, verifyRetries-1))
 			}
 			for _, r := range retries {
-				if !strings.Contains(r.str("err"), "MD5 mismatch") {
-					t.Errorf("retry logged with err %q, want an MD5 mismatch", r.str("err"))
+				if !strings.Contains(r.Str("err"), "MD5 mismatch") {
+					t.Errorf("retry logged with err %q, want an MD5 mismatch", r.Str("err"))
 				}
 			}
 			if tc.wantOK {
@@ -288,9 +289,9 @@ func TestCorruptDownload(t *testing.T) {
 				// The retry waited for the backoff: the second download
 				// started no sooner than XferBackoffMin/2 (less logging
 				// latency) after the failure.
-				starts := h.logs.find("started download", "file", job.InputFile)
+				starts := h.logs.Find("started download", "file", job.InputFile)
 				if len(retries) == 1 && len(starts) == 2 {
-					if gap := starts[1].time().Sub(retries[0].time()); gap < 200*time.Millisecond {
+					if gap := starts[1].Time().Sub(retries[0].Time()); gap < 200*time.Millisecond {
 						t.Errorf("download retried %s after the failure, before the backoff", gap)
 					}
 				}
@@ -302,8 +303,8 @@ func TestCorruptDownload(t *testing.T) {
 			if !strings.Contains(rr.StderrOut, job.InputFile) {
 				t.Errorf("stderr_out %q does not name the bad file %s", rr.StderrOut, job.InputFile)
 			}
-			bad := h.logs.find("download failed permanently", "file", job.InputFile)
-			if len(bad) != 1 || !strings.Contains(bad[0].str("err"), "MD5 mismatch") {
+			bad := h.logs.Find("download failed permanently", "file", job.InputFile)
+			if len(bad) != 1 || !strings.Contains(bad[0].Str("err"), "MD5 mismatch") {
 				t.Errorf("want one 'download failed permanently' with an MD5 mismatch, got %v", bad)
 			}
 			if st.Reported[name] != 1 {
@@ -321,7 +322,7 @@ func TestCorruptDownload(t *testing.T) {
 // results are deleted with their files).
 func waitForgotten(t *testing.T, h *harness, name string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the acked task "+name+" to be forgotten", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "the acked task "+name+" to be forgotten", func() bool {
 		for _, task := range h.snapshot().Tasks {
 			if task.Name == name {
 				return false
@@ -349,8 +350,8 @@ func TestUploadHandlerErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			faulty := startProject(t, testproject.Config{TotalJobs: 1, Faults: tc.faults})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			faulty := testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Faults: tc.faults})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startDaemon(t, faulty, healthy)
 
 			st := waitAllReported(t, faulty, 1, testLimit)
@@ -367,13 +368,13 @@ func TestUploadHandlerErrors(t *testing.T) {
 			if rr.State != tc.state || rr.ExitStatus != tc.exit {
 				t.Errorf("result reported with state %d exit_status %d, want %d and %d (stderr %q)", rr.State, rr.ExitStatus, tc.state, tc.exit, rr.StderrOut)
 			}
-			retries := h.logs.find("upload failed; will retry", "file", out)
+			retries := h.logs.Find("upload failed; will retry", "file", out)
 			if want := tc.attempts - 1; len(retries) != want {
 				t.Errorf("logged %d upload retries, want %d", len(retries), want)
 			}
 			if tc.state == 7 {
-				bad := h.logs.find("upload failed permanently", "file", out)
-				if len(bad) != 1 || !strings.Contains(bad[0].str("err"), "injected fault") {
+				bad := h.logs.Find("upload failed permanently", "file", out)
+				if len(bad) != 1 || !strings.Contains(bad[0].Str("err"), "injected fault") {
 					t.Errorf("want one 'upload failed permanently' carrying the server's message, got %v", bad)
 				}
 			} else if !bytes.Equal(st.Uploaded[out], testproject.RefAppOutput(nil, 1)) {
@@ -395,10 +396,10 @@ func TestUploadHandlerErrors(t *testing.T) {
 // the loop stays responsive, and shutdown does not wait for the RPC.
 func TestHangingScheduler(t *testing.T) {
 	t.Parallel()
-	srv := startProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{HangReplies: 1}})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{HangReplies: 1}})
 	h := startDaemon(t, srv)
-	waitFor(t, testLimit, "the scheduler RPC to hang", func() bool {
-		return srv.Faults().HangReplies == 0 && len(h.logs.find("sending scheduler request", "project", srv.URL())) == 1
+	testsupport.WaitFor(t, testLimit, "the scheduler RPC to hang", func() bool {
+		return srv.Faults().HangReplies == 0 && len(h.logs.Find("sending scheduler request", "project", srv.URL())) == 1
 	})
 	time.Sleep(300 * time.Millisecond)
 	// The RPC runs in its own goroutine: views are still served.
@@ -413,7 +414,7 @@ func TestHangingScheduler(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("shutdown took %s with a hanging RPC", took)
 	}
-	if fails := h.logs.find("scheduler request failed"); len(fails) != 0 {
+	if fails := h.logs.Find("scheduler request failed"); len(fails) != 0 {
 		t.Errorf("a cancelled RPC was counted as a failure: %v", fails)
 	}
 }
@@ -440,9 +441,9 @@ func TestAppFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			const jobs = 3
-			faulty := startProject(t, testproject.Config{TotalJobs: jobs, Apps: []testproject.App{tc.app},
+			faulty := testsupport.StartProject(t, testproject.Config{TotalJobs: jobs, Apps: []testproject.App{tc.app},
 				Job: testproject.JobTemplate{CommandLine: tc.cmdline}})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startDaemon(t, faulty, healthy)
 
 			st := waitAllReported(t, faulty, jobs, testLimit)
@@ -464,20 +465,20 @@ func TestAppFailures(t *testing.T) {
 					t.Errorf("%s: failed result reports output files %q", name, rr.OutputFiles)
 				}
 			}
-			errs := h.logs.find("computation error", "project", faulty.URL())
+			errs := h.logs.Find("computation error", "project", faulty.URL())
 			if len(errs) != jobs {
 				t.Errorf("logged %d computation errors, want %d", len(errs), jobs)
 			}
-			keep := h.logs.find("tasks keep failing; holding off work fetch from this project", "project", faulty.URL())
+			keep := h.logs.Find("tasks keep failing; holding off work fetch from this project", "project", faulty.URL())
 			if len(keep) == 0 {
 				t.Errorf("no task-failure backoff logged after %d failures", jobs)
 			}
 			for _, k := range keep {
-				if k.num("consecutive_failures") < 2 {
+				if k.Num("consecutive_failures") < 2 {
 					t.Errorf("task-failure backoff engaged after %v failures, want ≥ 2", k["consecutive_failures"])
 				}
 			}
-			if n := len(h.logs.find("tasks keep failing; holding off work fetch from this project", "project", healthy.URL())); n != 0 {
+			if n := len(h.logs.Find("tasks keep failing; holding off work fetch from this project", "project", healthy.URL())); n != 0 {
 				t.Errorf("the healthy project was backed off for task failures %d times", n)
 			}
 		})
@@ -488,12 +489,12 @@ func TestAppFailures(t *testing.T) {
 // start and says why; the first keeps running.
 func TestLockedDataDir(t *testing.T) {
 	t.Parallel()
-	srv := startProject(t, testproject.Config{TotalJobs: 1})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 	h := startDaemon(t, srv)
-	waitFor(t, testLimit, "the first daemon to start", func() bool {
-		return len(h.logs.find("boincd started")) == 1
+	testsupport.WaitFor(t, testLimit, "the first daemon to start", func() bool {
+		return len(h.logs.Find("boincd started")) == 1
 	})
-	logs := &logBuffer{}
+	logs := &testsupport.LogBuffer{}
 	d2, err := New(testOptions(h.dataDir, logs, projectsConfig(srv)))
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -519,7 +520,7 @@ func TestCorruptStateFile(t *testing.T) {
 	t.Parallel()
 	// A real state file, cut in half.
 	realState := func(t *testing.T) []byte {
-		srv := startProject(t, testproject.Config{TotalJobs: 1})
+		srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 		h := startDaemon(t, srv)
 		checkHealthy(t, srv, 1, testLimit)
 		if err := h.stop(15 * time.Second); err != nil {
@@ -548,7 +549,7 @@ func TestCorruptStateFile(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			d, err := New(testOptions(dir, &logBuffer{}, projectsConfig()))
+			d, err := New(testOptions(dir, &testsupport.LogBuffer{}, projectsConfig()))
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
@@ -577,14 +578,14 @@ func TestCorruptStateFile(t *testing.T) {
 // without computing it again.
 func TestHangWhileReportingThenRestart(t *testing.T) {
 	t.Parallel()
-	srv := startProject(t, testproject.Config{TotalJobs: 1})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := projectsConfig(srv)
 	// A report delay long enough to arm the fault between the upload and
 	// the report.
 	h := startDaemonIn(t, dataDir, cfg, func(o *Options) { o.MaxReportDelay = 3 * time.Second })
 	var name string
-	waitFor(t, testLimit, "the output to be uploaded", func() bool {
+	testsupport.WaitFor(t, testLimit, "the output to be uploaded", func() bool {
 		st := srv.Stats()
 		if len(st.Uploaded) == 0 {
 			return false
@@ -593,7 +594,7 @@ func TestHangWhileReportingThenRestart(t *testing.T) {
 		return true
 	})
 	srv.SetFaults(testproject.Faults{HangReplies: 1})
-	waitFor(t, testLimit, "the reporting RPC to hang", func() bool {
+	testsupport.WaitFor(t, testLimit, "the reporting RPC to hang", func() bool {
 		return srv.Faults().HangReplies == 0
 	})
 	if req := string(srv.Stats().LastRequest); !strings.Contains(req, "<name>"+name+"</name>") {
@@ -619,7 +620,7 @@ func TestHangWhileReportingThenRestart(t *testing.T) {
 	if st.UploadRequests[st.Jobs[name].OutputFiles[0]] != 1 {
 		t.Errorf("output uploaded %d times, want 1", st.UploadRequests[st.Jobs[name].OutputFiles[0]])
 	}
-	if n := len(h2.logs.find("task started")); n != 0 {
+	if n := len(h2.logs.Find("task started")); n != 0 {
 		t.Errorf("the restarted daemon ran %d tasks; the finished one must not run again", n)
 	}
 }
@@ -631,14 +632,14 @@ func TestHangWhileReportingThenRestart(t *testing.T) {
 // succeeds.
 func TestFirstContactRetried(t *testing.T) {
 	t.Parallel()
-	srv := startProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{HTTPErrors: 3}})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{HTTPErrors: 3}})
 	cfg := projectsConfig(srv)
 	cfg.Projects[0].NoNewTasks = true
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
-	waitFor(t, testLimit, "the first contact to fail", func() bool {
-		return len(h.logs.find("scheduler request failed", "project", srv.URL())) == 1
+	testsupport.WaitFor(t, testLimit, "the first contact to fail", func() bool {
+		return len(h.logs.Find("scheduler request failed", "project", srv.URL())) == 1
 	})
-	waitFor(t, 5*time.Second, "a retried first contact to give the project a host id "+
+	testsupport.WaitFor(t, 5*time.Second, "a retried first contact to give the project a host id "+
 		"(BUG if this times out: the failed RPC's SchedRPCPending was cleared when it started and is never restored)", func() bool {
 		p, _ := h.snapshot().project(srv.URL())
 		return p.HostID != 0
@@ -654,14 +655,14 @@ func TestFirstContactRetried(t *testing.T) {
 func TestOverlongFileName(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("n", 300)
-	faulty := startProject(t, testproject.Config{TotalJobs: 1, MaxJobsPerRPC: 1, Faults: testproject.Faults{HostileFileName: long}})
-	healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+	faulty := testsupport.StartProject(t, testproject.Config{TotalJobs: 1, MaxJobsPerRPC: 1, Faults: testproject.Faults{HostileFileName: long}})
+	healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 	h := startDaemon(t, faulty, healthy)
 	checkHealthy(t, healthy, healthyJobs, testLimit)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		for _, f := range h.logs.find("scheduler request failed", "project", faulty.URL()) {
-			if strings.Contains(f.str("err"), long) {
+		for _, f := range h.logs.Find("scheduler request failed", "project", faulty.URL()) {
+			if strings.Contains(f.Str("err"), long) {
 				return // refused up front, naming the file
 			}
 		}
@@ -674,11 +675,11 @@ func TestOverlongFileName(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	retries := h.logs.find("download failed; will retry", "file", long)
+	retries := h.logs.Find("download failed; will retry", "file", long)
 	var last string
 	if len(retries) > 0 {
-		last = retries[len(retries)-1].str("err")
+		last = retries[len(retries)-1].Str("err")
 	}
 	t.Errorf("BUG: a %d-byte file name is neither refused nor failed: the task stays downloading, retried %d times so far (last error %q); ENAMETOOLONG is treated as transient",
-		len(long), len(retries), tail(last, 120))
+		len(long), len(retries), testsupport.Tail(last, 120))
 }

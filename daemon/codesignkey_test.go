@@ -8,6 +8,7 @@ import (
 
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // A project's code-signing key is learned at attach and replaced only by
@@ -25,7 +26,7 @@ func TestCodeSignKeyRollover(t *testing.T) {
 		{"bare key swap", false, false, "project sent a different code-signing key without a signature by the key we hold: keeping the old key (reset the project to accept a new one)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := startProject(t, testproject.Config{
+			srv := testsupport.StartProject(t, testproject.Config{
 				Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 100},
 				TotalJobs: 1,
 			})
@@ -42,7 +43,7 @@ func TestCodeSignKeyRollover(t *testing.T) {
 				})
 				return k
 			}
-			waitFor(t, 30*time.Second, "the key learned at attach", func() bool { return key() != "" })
+			testsupport.WaitFor(t, 30*time.Second, "the key learned at attach", func() bool { return key() != "" })
 			first := key()
 			if err := srv.RotateKey(nil, tc.signed); err != nil {
 				t.Fatal(err)
@@ -55,7 +56,7 @@ func TestCodeSignKeyRollover(t *testing.T) {
 				}
 			}
 			update()
-			waitFor(t, 30*time.Second, "the daemon's verdict on the new key", func() bool { return len(h.logs.find(tc.logMsg)) > 0 })
+			testsupport.WaitFor(t, 30*time.Second, "the daemon's verdict on the new key", func() bool { return len(h.logs.Find(tc.logMsg)) > 0 })
 			if got := key() != first; got != tc.changed {
 				t.Fatalf("key changed = %v, want %v", got, tc.changed)
 			}
@@ -68,7 +69,7 @@ func TestCodeSignKeyRollover(t *testing.T) {
 			if err := (rpcBackend{h.d}).Do(ctx, guirpc.ProjectOp{URL: url, Op: guirpc.ProjectReset}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 30*time.Second, "the new key after a reset", func() bool { k := key(); return k != "" && k != first })
+			testsupport.WaitFor(t, 30*time.Second, "the new key after a reset", func() bool { k := key(); return k != "" && k != first })
 		})
 	}
 }

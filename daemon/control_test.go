@@ -9,20 +9,21 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // Project reset over GUI RPC drops the tasks and files but keeps the
 // project; detach over GUI RPC removes it, and a reload of the unchanged
 // config does not attach it again behind the volunteer's back.
 func TestProjectResetAndRPCDetach(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 60", InputSize: 1000},
 		TotalJobs: 2,
 	})
 	cfg := projectsConfig(srv)
 	h := startDaemonIn(t, t.TempDir()+"/data", cfg, nil)
 	url := srv.URL()
-	waitFor(t, 30*time.Second, "tasks to start", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "tasks to start", func() bool {
 		for _, tv := range h.snapshot().Tasks {
 			if tv.Running {
 				return true
@@ -70,7 +71,7 @@ func TestProjectResetAndRPCDetach(t *testing.T) {
 	if _, ok := h.snapshot().project(url); ok {
 		t.Fatal("a reload of the unchanged config attached the project detached over GUI RPC")
 	}
-	if len(h.logs.find("project is in the config but was detached with GUI RPC; edit its entry to attach it again")) == 0 {
+	if len(h.logs.Find("project is in the config but was detached with GUI RPC; edit its entry to attach it again")) == 0 {
 		t.Fatal("the reload did not say why the project stays detached")
 	}
 	// Changing the entry attaches it again.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // podmanAppUser is the account the container job runs as: rootless
@@ -54,20 +54,12 @@ func TestContainerJobWithPodman(t *testing.T) {
 	if v := os.Getenv("BOINCD_TEST_PODMAN_USER"); v != "" {
 		name = v
 	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		t.Skipf("no account %s to run podman as: %v", name, err)
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
+	acct := testsupport.LookupAccount(t, name)
+	uid, gid := acct.UID, acct.GID
 
 	root := t.TempDir()
 	// The app account must reach the data directory and its own HOME.
-	for d := root; d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testsupport.OpenUp(t, root)
 	home := filepath.Join(root, "home")
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
@@ -148,7 +140,7 @@ func TestContainerJobWithPodman(t *testing.T) {
 	}
 
 	script := strings.NewReplacer("@HOME@", home, "@RUN@", run, "@PODMAN@", podman).Replace(containerJobScript)
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Apps: []testproject.App{{
 			Name: "buda", PlanClass: "docker_cpu",
 			Files: []testproject.AppFile{{Name: "buda_wrapper.sh", Data: []byte(script)}},
@@ -165,23 +157,23 @@ func TestContainerJobWithPodman(t *testing.T) {
 		// for a system account).
 		o.Containers = container.Exec{Prepare: asUser}
 	})
-	waitFor(t, 3*time.Minute, "podman detected", func() bool {
-		for _, r := range h.logs.records() {
-			if strings.HasPrefix(r.str("msg"), "Docker: ") {
+	testsupport.WaitFor(t, 3*time.Minute, "podman detected", func() bool {
+		for _, r := range h.logs.Records() {
+			if strings.HasPrefix(r.Str("msg"), "Docker: ") {
 				return true
 			}
 		}
 		return false
 	})
-	for _, r := range h.logs.records() {
-		if msg := r.str("msg"); strings.HasPrefix(msg, "Docker: ") {
+	for _, r := range h.logs.Records() {
+		if msg := r.Str("msg"); strings.HasPrefix(msg, "Docker: ") {
 			if !strings.HasPrefix(msg, "Docker: version ") {
 				t.Fatalf("the daemon did not find podman: %s", msg)
 			}
 			t.Logf("daemon: %s", msg)
 		}
 	}
-	waitFor(t, 3*time.Minute, "the container job reported", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the container job reported", func() bool {
 		return len(srv.Stats().ReportedResults) == 1
 	})
 	st := srv.Stats()

@@ -15,6 +15,7 @@ import (
 	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/notices"
 	"github.com/boincd/boincd/workfetch"
 )
@@ -159,7 +160,7 @@ func TestContainerEngineReporting(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := startProject(t, testproject.Config{})
+			srv := testsupport.StartProject(t, testproject.Config{})
 			eng := newFakeEngine(t, "podman", tc.version, tc.run, "", "")
 			dataDir := filepath.Join(t.TempDir(), "data")
 			cfg := projectsConfig(srv)
@@ -170,15 +171,15 @@ func TestContainerEngineReporting(t *testing.T) {
 				tc.dontUse(cfg, dataDir)
 			}
 			h := startDaemonIn(t, dataDir, cfg, func(o *Options) { o.Containers = eng.runner() })
-			waitFor(t, 20*time.Second, "the container engine logged", func() bool {
-				for _, r := range h.logs.records() {
-					if strings.HasPrefix(r.str("msg"), tc.wantLog) {
+			testsupport.WaitFor(t, 20*time.Second, "the container engine logged", func() bool {
+				for _, r := range h.logs.Records() {
+					if strings.HasPrefix(r.Str("msg"), tc.wantLog) {
 						return true
 					}
 				}
 				return false
 			})
-			waitFor(t, 20*time.Second, "the project in the state", func() bool { return h.requestXML(t, srv.URL()) != "" })
+			testsupport.WaitFor(t, 20*time.Second, "the project in the state", func() bool { return h.requestXML(t, srv.URL()) != "" })
 			xml := h.requestXML(t, srv.URL())
 			for _, w := range tc.wantXML {
 				if !strings.Contains(xml, w) {
@@ -194,7 +195,7 @@ func TestContainerEngineReporting(t *testing.T) {
 				t.Errorf("get_host_info engine %q type %d, want %q type %d", host.DockerVersion, host.DockerType, tc.wantVersion, tc.wantType)
 			}
 			if tc.wantNotice {
-				waitFor(t, 20*time.Second, "the notice", func() bool { return len(containerNotices(h.notices(t))) == 1 })
+				testsupport.WaitFor(t, 20*time.Second, "the notice", func() bool { return len(containerNotices(h.notices(t))) == 1 })
 				n := containerNotices(h.notices(t))[0]
 				if n.Link != InstallDockerURL || !strings.Contains(n.Description, "install podman") || !strings.Contains(n.Description, "hybrid mode") {
 					t.Errorf("notice %+v", n)
@@ -210,8 +211,8 @@ func TestContainerEngineReporting(t *testing.T) {
 				t.Errorf("engine run with dont_use_docker: %q", eng.calls())
 			}
 			n := 0
-			for _, r := range h.logs.records() {
-				if strings.HasPrefix(r.str("msg"), tc.wantLog) {
+			for _, r := range h.logs.Records() {
+				if strings.HasPrefix(r.Str("msg"), tc.wantLog) {
 					n++
 				}
 			}
@@ -234,11 +235,11 @@ func writeTestFile(t *testing.T, path, body string) {
 func TestContainerRedetection(t *testing.T) {
 	eng := newFakeEngine(t, "docker", "something that is not docker", helloOK, "", "")
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), config.Default(), func(o *Options) { o.Containers = eng.runner() })
-	waitFor(t, 20*time.Second, "the missing-engine notice", func() bool { return len(containerNotices(h.notices(t))) == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "the missing-engine notice", func() bool { return len(containerNotices(h.notices(t))) == 1 })
 	if err := h.do(guirpc.ResetHostInfo{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "a second detection", func() bool { return eng.count("docker --version") == 2 })
+	testsupport.WaitFor(t, 20*time.Second, "a second detection", func() bool { return eng.count("docker --version") == 2 })
 
 	// podman is installed; the next lookup (brought forward here: it
 	// comes every 10 minutes) finds it.
@@ -246,12 +247,12 @@ func TestContainerRedetection(t *testing.T) {
 	if err := h.d.query(context.Background(), func() { h.d.ctr.nextLook = time.Time{} }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "podman found", func() bool { return h.guiHost(t).DockerVersion == "5.0.2" })
+	testsupport.WaitFor(t, 20*time.Second, "podman found", func() bool { return h.guiHost(t).DockerVersion == "5.0.2" })
 	if got := h.guiHost(t).DockerType; got != int(container.Podman) {
 		t.Errorf("docker_type %d", got)
 	}
-	waitFor(t, 20*time.Second, "the notice gone", func() bool { return len(containerNotices(h.notices(t))) == 0 })
-	if n := len(h.logs.find("container engine programs changed; looking for a working engine again")); n != 1 {
+	testsupport.WaitFor(t, 20*time.Second, "the notice gone", func() bool { return len(containerNotices(h.notices(t))) == 0 })
+	if n := len(h.logs.Find("container engine programs changed; looking for a working engine again")); n != 1 {
 		t.Errorf("change logged %d times", n)
 	}
 }
@@ -259,7 +260,7 @@ func TestContainerRedetection(t *testing.T) {
 // At start and after a detach, BOINC's images and containers that no
 // task uses are removed; other images and containers are left alone.
 func TestContainerCleanup(t *testing.T) {
-	srv := startProject(t, testproject.Config{})
+	srv := testsupport.StartProject(t, testproject.Config{})
 	esc := strings.ToLower(boinc.EscapeProjectURL(srv.URL()))
 	ps := strings.Join([]string{"boinc__" + esc + "__gone_0", "boinc__old.example.org__x_0", "postgres"}, "\n")
 	images := strings.Join([]string{
@@ -270,7 +271,7 @@ func TestContainerCleanup(t *testing.T) {
 	}, "\n")
 	eng := newFakeEngine(t, "podman", "podman version 4.9.3", helloOK, ps, images)
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) { o.Containers = eng.runner() })
-	waitFor(t, 20*time.Second, "the start-up cleanup", func() bool { return eng.count("podman image rm localhost/boinc__"+esc+"__gone:latest") == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "the start-up cleanup", func() bool { return eng.count("podman image rm localhost/boinc__"+esc+"__gone:latest") == 1 })
 	for _, want := range []string{
 		"podman rm --force boinc__" + esc + "__gone_0",
 		"podman rm --force boinc__old.example.org__x_0",
@@ -285,18 +286,18 @@ func TestContainerCleanup(t *testing.T) {
 		}
 	}
 	// The engine saw the removal before the daemon logs it.
-	waitFor(t, 20*time.Second, "the image removal logged", func() bool {
-		return len(h.logs.find("removed an image no task uses", "image", "__gone")) > 0
+	testsupport.WaitFor(t, 20*time.Second, "the image removal logged", func() bool {
+		return len(h.logs.Find("removed an image no task uses", "image", "__gone")) > 0
 	})
-	if n := len(h.logs.find("removed an image no task uses", "image", "__gone")); n != 1 {
+	if n := len(h.logs.Find("removed an image no task uses", "image", "__gone")); n != 1 {
 		t.Errorf("image removal logged %d times", n)
 	}
-	waitFor(t, 20*time.Second, "the project attached", func() bool { _, ok := h.projectCopy(srv.URL()); return ok })
+	testsupport.WaitFor(t, 20*time.Second, "the project attached", func() bool { _, ok := h.projectCopy(srv.URL()); return ok })
 	lists := eng.count("podman ps --all --format {{.Names}}")
 	if err := h.do(guirpc.ProjectOp{URL: srv.URL(), Op: "reset"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "a cleanup after the reset", func() bool { return eng.count("podman ps --all --format {{.Names}}") > lists })
+	testsupport.WaitFor(t, 20*time.Second, "a cleanup after the reset", func() bool { return eng.count("podman ps --all --format {{.Names}}") > lists })
 }
 
 func TestNoticeReasonIsShort(t *testing.T) {

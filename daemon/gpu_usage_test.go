@@ -20,6 +20,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	guiclient "github.com/boincd/boincd/guirpc/client"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // TestGPUUsageSharesOneGPU runs a daemon on one mocked A100 against a
@@ -51,7 +52,7 @@ func TestGPUUsageSharesOneGPU(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := testproject.ShellApp(app, testproject.RefAppScript)
 			a.PlanClass, a.NGPUs = "cuda", 1
-			srv := startProject(t, testproject.Config{
+			srv := testsupport.StartProject(t, testproject.Config{
 				Apps:      []testproject.App{a},
 				Job:       testproject.JobTemplate{CommandLine: "--seconds 120", FpopsEst: 120e9},
 				TotalJobs: 4,
@@ -80,7 +81,7 @@ func TestGPUUsageSharesOneGPU(t *testing.T) {
 				return out
 			}
 			// More tasks than run: the GPU, not a lack of work, is the limit.
-			waitFor(t, 90*time.Second, strconv.Itoa(tc.running)+" GPU tasks running and one more waiting", func() bool {
+			testsupport.WaitFor(t, 90*time.Second, strconv.Itoa(tc.running)+" GPU tasks running and one more waiting", func() bool {
 				v := h.snapshot()
 				return len(running(v)) == tc.running && len(v.Tasks) > tc.running
 			})
@@ -129,9 +130,9 @@ func TestGPUUsageSharesOneGPU(t *testing.T) {
 func guiResults(t *testing.T, h *harness) []guiclient.Result {
 	t.Helper()
 	var addr string
-	waitFor(t, 10*time.Second, "the GUI RPC address", func() bool {
-		if rs := h.logs.find("GUI RPC listening"); len(rs) > 0 {
-			addr = rs[0].str("address")
+	testsupport.WaitFor(t, 10*time.Second, "the GUI RPC address", func() bool {
+		if rs := h.logs.Find("GUI RPC listening"); len(rs) > 0 {
+			addr = rs[0].Str("address")
 		}
 		return addr != ""
 	})

@@ -1,23 +1,20 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // The harness runs the real daemon in-process against real testproject
@@ -25,115 +22,18 @@ import (
 // intervals are shortened, so a whole fetch → run → upload → report cycle
 // takes a few seconds.
 
-// logBuffer is a thread-safe sink for the daemon's JSON log, searchable by
-// the tests while the daemon keeps writing.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// logRecord is one decoded JSON log line.
-type logRecord map[string]any
-
-func (r logRecord) str(key string) string {
-	s, _ := r[key].(string)
-	return s
-}
-
-func (r logRecord) num(key string) float64 {
-	f, _ := r[key].(float64)
-	return f
-}
-
-func (r logRecord) time() time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, r.str("time"))
-	return t
-}
-
-// records decodes every complete line logged so far.
-func (b *logBuffer) records() []logRecord {
-	var out []logRecord
-	for _, line := range strings.Split(b.String(), "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		var r logRecord
-		if err := json.Unmarshal([]byte(line), &r); err == nil {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-// find returns the records with message msg whose string attributes match
-// attrs (key, value pairs); a value matches when it is a substring.
-func (b *logBuffer) find(msg string, attrs ...string) []logRecord {
-	var out []logRecord
-next:
-	for _, r := range b.records() {
-		if r.str("msg") != msg {
-			continue
-		}
-		for i := 0; i+1 < len(attrs); i += 2 {
-			if !strings.Contains(r.str(attrs[i]), attrs[i+1]) {
-				continue next
-			}
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-// startProject starts a test project with quick defaults: the reference
-// sleeper app and no request delay, so RPCs can follow each other at once.
-func startProject(t *testing.T, cfg testproject.Config) *testproject.Server {
-	t.Helper()
-	if len(cfg.Apps) == 0 {
-		cfg.Apps = []testproject.App{testproject.DefaultApp()}
-	}
-	if cfg.RequestDelay == 0 {
-		cfg.RequestDelay = -1
-	}
-	srv, err := testproject.New(cfg)
-	if err != nil {
-		t.Fatalf("testproject.New: %v", err)
-	}
-	if err := srv.Start(); err != nil {
-		t.Fatalf("testproject Start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("closing test project: %v", err)
-		}
-	})
-	return srv
-}
-
 // harness is one daemon running in the background of a test.
 type harness struct {
 	t       *testing.T
 	d       *Daemon
-	logs    *logBuffer
+	logs    *testsupport.LogBuffer
 	root    string // parent of dataDir: nothing may appear here but dataDir
 	dataDir string
-	cancel  context.CancelFunc
-	done    chan error
+	run     *testsupport.Runner
 }
 
 // testOptions are the shortened intervals every harness daemon uses.
-func testOptions(dataDir string, logs *logBuffer, cfg *config.Config) Options {
+func testOptions(dataDir string, logs *testsupport.LogBuffer, cfg *config.Config) Options {
 	return Options{
 		DataDir:              dataDir,
 		Config:               cfg,
@@ -175,7 +75,7 @@ func startDaemon(t *testing.T, servers ...*testproject.Server) *harness {
 // the options first.
 func startDaemonIn(t *testing.T, dataDir string, cfg *config.Config, tune func(*Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, logs: &logBuffer{}, root: filepath.Dir(dataDir), dataDir: dataDir, done: make(chan error, 1)}
+	h := &harness{t: t, logs: &testsupport.LogBuffer{}, root: filepath.Dir(dataDir), dataDir: dataDir}
 	opt := testOptions(h.dataDir, h.logs, cfg)
 	if cfg != nil && os.Geteuid() == 0 {
 		// CI runs the tests as root: apps may run as root here unless a
@@ -190,44 +90,13 @@ func startDaemonIn(t *testing.T, dataDir string, cfg *config.Config, tune func(*
 		t.Fatalf("daemon.New: %v", err)
 	}
 	h.d = d
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	go func() { h.done <- d.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := h.stop(15 * time.Second); err != nil {
-			t.Errorf("daemon stop: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("daemon log (%s):\n%s", h.dataDir, tail(h.logs.String(), 20000))
-		}
-	})
+	h.run = testsupport.Run(t, d.Run, 15*time.Second, h.logs, h.dataDir)
 	return h
 }
 
-var errStillRunning = errors.New("Run did not return")
-
 // stop cancels the daemon and waits up to limit for Run to return. It is
 // safe to call more than once.
-func (h *harness) stop(limit time.Duration) error {
-	h.cancel()
-	select {
-	case err, ok := <-h.done:
-		if !ok {
-			return nil
-		}
-		close(h.done)
-		return err
-	case <-time.After(limit):
-		return errStillRunning
-	}
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+func (h *harness) stop(limit time.Duration) error { return h.run.Stop(limit) }
 
 // snapshot is the daemon's current view; it fails the test if the loop
 // does not answer, which would mean the owner goroutine is blocked.
@@ -251,24 +120,12 @@ func (v View) project(url string) (ProjectView, bool) {
 	return ProjectView{}, false
 }
 
-// waitFor polls cond until it holds or the time is up.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", limit, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // waitAllReported waits until the server handed out n results and every
 // one of them was reported; it returns the server's stats then.
 func waitAllReported(t *testing.T, srv *testproject.Server, n int, limit time.Duration) testproject.Stats {
 	t.Helper()
 	var st testproject.Stats
-	waitFor(t, limit, "all "+strconv.Itoa(n)+" results of "+srv.URL()+" reported", func() bool {
+	testsupport.WaitFor(t, limit, "all "+strconv.Itoa(n)+" results of "+srv.URL()+" reported", func() bool {
 		st = srv.Stats()
 		if len(st.Sent) < n {
 			return false

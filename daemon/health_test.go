@@ -9,6 +9,7 @@ import (
 
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 func TestDiskAllowed(t *testing.T) {
@@ -59,7 +60,7 @@ func TestClockJump(t *testing.T) {
 // A disk limit reached shows as a named warning over GUI RPC and stops
 // work fetch: the project gets no request for work.
 func TestHealthDiskLimitStopsFetch(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 60", InputSize: 1000},
 		TotalJobs: 2,
 	})
@@ -73,7 +74,7 @@ func TestHealthDiskLimitStopsFetch(t *testing.T) {
 	}
 	h := startDaemonIn(t, data, projectsConfig(srv), nil)
 	var warn guirpc.HealthWarning
-	waitFor(t, 30*time.Second, "the disk_limit_reached warning", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the disk_limit_reached warning", func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		st, err := rpcBackend{h.d}.Snapshot(ctx, guirpc.PartAll)

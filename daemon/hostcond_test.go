@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/hostcond"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // The run modes decide how host conditions count: "never" is a user
@@ -77,7 +78,7 @@ func TestRunModeTemporary(t *testing.T) {
 // A suspension is logged when what is suspended changes, not every second
 // as its countdown text ("last input 7s ago") does.
 func TestHostSuspensionLoggedOnce(t *testing.T) {
-	logs := &logBuffer{}
+	logs := &testsupport.LogBuffer{}
 	d := &Daemon{hostc: newHostState(), log: slog.New(slog.NewJSONHandler(logs, nil))}
 	d.hostc.prefs.SuspendCPUUsage, d.hostc.prefs.NIUSuspendCPUUsage = 0, 0
 	d.hostc.prefs.RunIfUserActive = false
@@ -93,10 +94,10 @@ func TestHostSuspensionLoggedOnce(t *testing.T) {
 	for i := range 3 {
 		d.evaluateHost(now.Add(time.Duration(10+i)*time.Second), nil)
 	}
-	if got := len(logs.find("suspending by host conditions")); got != 1 {
+	if got := len(logs.Find("suspending by host conditions")); got != 1 {
 		t.Errorf("%d suspension lines over 10 s of user activity, want 1:\n%s", got, logs)
 	}
-	if got := len(logs.find("host conditions allow computing again")); got != 1 {
+	if got := len(logs.Find("host conditions allow computing again")); got != 1 {
 		t.Errorf("%d resume lines, want 1", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // The hostile server suite: one project's scheduler turns hostile after
@@ -289,15 +290,15 @@ func TestHostileReplies(t *testing.T) {
 				mu.Unlock()
 				return tc.rewrite(reply, outside)
 			})
-			hostile := startProject(t, testproject.Config{TotalJobs: 3, MaxJobsPerRPC: 1,
+			hostile := testsupport.StartProject(t, testproject.Config{TotalJobs: 3, MaxJobsPerRPC: 1,
 				Job:    testproject.JobTemplate{InputSize: 64, CommandLine: "--seconds 2"},
 				Faults: testproject.Faults{RewriteReply: rw}})
-			honest := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			honest := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startDaemon(t, hostile, honest)
 
 			// Wait for the verdict on the hostile reply.
-			var verdict logRecord
-			waitFor(t, testLimit, "the hostile reply to be refused", func() bool {
+			var verdict testsupport.LogRecord
+			testsupport.WaitFor(t, testLimit, "the hostile reply to be refused", func() bool {
 				mu.Lock()
 				sent, missed := hostileAt, miss
 				mu.Unlock()
@@ -306,8 +307,8 @@ func TestHostileReplies(t *testing.T) {
 				}
 				if len(tc.failErr) == 0 && tc.msg == "" {
 					// Accepted: the reply was applied.
-					for _, r := range h.logs.find("scheduler request completed", "project", hostile.URL()) {
-						if !sent.IsZero() && r.time().After(sent) {
+					for _, r := range h.logs.Find("scheduler request completed", "project", hostile.URL()) {
+						if !sent.IsZero() && r.Time().After(sent) {
 							verdict = r
 							return true
 						}
@@ -315,28 +316,28 @@ func TestHostileReplies(t *testing.T) {
 					return false
 				}
 				if len(tc.failErr) > 0 {
-					for _, f := range h.logs.find("scheduler request failed", "project", hostile.URL()) {
+					for _, f := range h.logs.Find("scheduler request failed", "project", hostile.URL()) {
 						verdict = f
 						return true
 					}
 					return false
 				}
-				if rs := h.logs.find(tc.msg, append([]string{"project", hostile.URL()}, tc.attrs...)...); len(rs) > 0 {
+				if rs := h.logs.Find(tc.msg, append([]string{"project", hostile.URL()}, tc.attrs...)...); len(rs) > 0 {
 					verdict = rs[0]
 					return true
 				}
 				return false
 			})
 			mu.Lock()
-			took := verdict.time().Sub(hostileAt)
+			took := verdict.Time().Sub(hostileAt)
 			mu.Unlock()
-			t.Logf("verdict after %s: %s %s", took.Round(time.Millisecond), verdict.str("msg"), verdict.str("err"))
+			t.Logf("verdict after %s: %s %s", took.Round(time.Millisecond), verdict.Str("msg"), verdict.Str("err"))
 			for _, want := range tc.failErr {
-				if !strings.Contains(verdict.str("err"), want) {
-					t.Errorf("refusal %q does not mention %q", verdict.str("err"), want)
+				if !strings.Contains(verdict.Str("err"), want) {
+					t.Errorf("refusal %q does not mention %q", verdict.Str("err"), want)
 				}
 			}
-			if lvl := verdict.str("level"); (lvl != "WARN" && lvl != "ERROR") != (len(tc.failErr) == 0 && tc.msg == "") {
+			if lvl := verdict.Str("level"); (lvl != "WARN" && lvl != "ERROR") != (len(tc.failErr) == 0 && tc.msg == "") {
 				t.Errorf("verdict logged at level %s", lvl)
 			}
 
@@ -344,7 +345,7 @@ func TestHostileReplies(t *testing.T) {
 			// earlier task is computed and reported, and so is its job
 			// after the hostile reply.
 			checkHealthy(t, honest, healthyJobs, testLimit)
-			if n := len(h.logs.find("scheduler request failed", "project", honest.URL())); n != 0 {
+			if n := len(h.logs.Find("scheduler request failed", "project", honest.URL())); n != 0 {
 				t.Errorf("the honest project had %d scheduler failures", n)
 			}
 			st := hostile.Stats()
@@ -355,7 +356,7 @@ func TestHostileReplies(t *testing.T) {
 			case tc.jobRuns:
 				want = []int{0, 1, 2}
 			}
-			waitFor(t, testLimit, "the hostile project's good jobs to be reported", func() bool {
+			testsupport.WaitFor(t, testLimit, "the hostile project's good jobs to be reported", func() bool {
 				st = hostile.Stats()
 				if len(st.Sent) <= want[len(want)-1] {
 					return false
@@ -406,21 +407,21 @@ func TestHostileMasterPage(t *testing.T) {
 		return []byte(`<html><link rel="boinc_scheduler" href="file:///etc/passwd">` +
 			`<scheduler>gopher://127.0.0.1/cgi</scheduler><scheduler>javascript:alert(1)</scheduler></html>`)
 	}
-	hostile := startProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{RewriteMaster: evil}})
-	honest := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+	hostile := testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{RewriteMaster: evil}})
+	honest := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 	h := startDaemon(t, hostile, honest)
 
-	waitFor(t, testLimit, "the master page to be refused", func() bool {
-		return len(h.logs.find("the project's master page names no usable scheduler URL", "project", hostile.URL())) > 0
+	testsupport.WaitFor(t, testLimit, "the master page to be refused", func() bool {
+		return len(h.logs.Find("the project's master page names no usable scheduler URL", "project", hostile.URL())) > 0
 	})
 	for _, u := range []string{"file:///etc/passwd", "gopher://127.0.0.1/cgi", "javascript:alert(1)"} {
-		rs := h.logs.find("refusing a scheduler URL from the master page", "project", hostile.URL(), "url", u)
-		if len(rs) == 0 || !strings.Contains(rs[0].str("err"), "is not http or https") {
+		rs := h.logs.Find("refusing a scheduler URL from the master page", "project", hostile.URL(), "url", u)
+		if len(rs) == 0 || !strings.Contains(rs[0].Str("err"), "is not http or https") {
 			t.Errorf("no refusal naming %s: %v", u, rs)
 		}
 	}
 	checkHealthy(t, honest, healthyJobs, testLimit)
-	if n := len(h.logs.find("sending scheduler request", "project", hostile.URL())); n != 0 {
+	if n := len(h.logs.Find("sending scheduler request", "project", hostile.URL())); n != 0 {
 		t.Errorf("%d scheduler requests went to the hostile project", n)
 	}
 	hostile.SetFaults(testproject.Faults{})

@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // The Prometheus endpoint, scraped for real while the daemon computes: task
 // states, per-project processing, RPC outcomes, transfers, host facts and
 // health; no task names and no account key.
 func TestMetricsScrape(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 3", InputSize: 1000},
 		TotalJobs: 2,
 	})
@@ -27,10 +28,10 @@ func TestMetricsScrape(t *testing.T) {
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
 
 	var addr string
-	waitFor(t, 30*time.Second, "the metrics endpoint", func() bool {
-		for _, r := range h.logs.records() {
-			if r.str("msg") == "metrics endpoint listening" {
-				addr = "http://" + r.str("addr") + r.str("path")
+	testsupport.WaitFor(t, 30*time.Second, "the metrics endpoint", func() bool {
+		for _, r := range h.logs.Records() {
+			if r.Str("msg") == "metrics endpoint listening" {
+				addr = "http://" + r.Str("addr") + r.Str("path")
 				return true
 			}
 		}
@@ -59,7 +60,7 @@ func TestMetricsScrape(t *testing.T) {
 		return v
 	}
 	url := srv.URL()
-	waitFor(t, 60*time.Second, "both tasks reported and processing booked", func() bool {
+	testsupport.WaitFor(t, 60*time.Second, "both tasks reported and processing booked", func() bool {
 		b := scrape()
 		return value(b, `boincd_scheduler_rpcs_total{outcome="ok",project="`+url+`",project_name="`+srvName(h, url)+`"}`) >= 1 &&
 			strings.Contains(b, "boincd_project_processing_seconds_total") && len(srv.Stats().Acked) == 2

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // netStatsOf reads the daemon's measured rates on its owner goroutine.
@@ -29,7 +30,7 @@ func (h *harness) netStatsOf() boinc.NetStats {
 // restarted daemon starts from them instead of from nothing.
 func TestNetStatsMeasuredAndPersisted(t *testing.T) {
 	t.Parallel()
-	srv := startProject(t, testproject.Config{TotalJobs: 1})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := projectsConfig(srv)
 	start := float64(time.Now().UnixNano()) / 1e9

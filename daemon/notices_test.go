@@ -9,6 +9,7 @@ import (
 
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/notices"
 )
 
@@ -38,26 +39,26 @@ func hasNotice(ns []notices.Notice, desc string) bool {
 func TestNewsFeedFailure(t *testing.T) {
 	const notice = "a scheduler notice"
 	var srv *testproject.Server
-	srv = startProject(t, testproject.Config{TotalJobs: 1, Notices: []string{notice}, Faults: testproject.Faults{RewriteReply: func(_ int, reply []byte) []byte {
+	srv = testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Notices: []string{notice}, Faults: testproject.Faults{RewriteReply: func(_ int, reply []byte) []byte {
 		feed := "<rss_feeds><rss_feed><url>" + srv.URL() + "missing.php?userid=1&auth=1_secret</url><poll_interval>1</poll_interval></rss_feed></rss_feeds>\n"
 		return bytes.Replace(reply, []byte("</scheduler_reply>"), []byte(feed+"</scheduler_reply>"), 1)
 	}}})
 	h := startDaemon(t, srv)
-	waitFor(t, 20*time.Second, "the feed failure logged", func() bool {
-		return len(h.logs.find("cannot fetch the project's news feed; the notices already shown stay, retrying at its poll interval")) > 0
+	testsupport.WaitFor(t, 20*time.Second, "the feed failure logged", func() bool {
+		return len(h.logs.Find("cannot fetch the project's news feed; the notices already shown stay, retrying at its poll interval")) > 0
 	})
 	if !hasNotice(h.notices(t), notice) {
 		t.Errorf("the scheduler notice is missing: %+v", h.notices(t))
 	}
-	recs := h.logs.find("cannot fetch the project's news feed; the notices already shown stay, retrying at its poll interval")
+	recs := h.logs.Find("cannot fetch the project's news feed; the notices already shown stay, retrying at its poll interval")
 	if len(recs) != 1 {
 		t.Fatalf("failure logged %d times", len(recs))
 	}
 	r := recs[0]
-	if feed := r.str("feed"); !strings.Contains(feed, "missing.php") || strings.Contains(feed, "secret") {
+	if feed := r.Str("feed"); !strings.Contains(feed, "missing.php") || strings.Contains(feed, "secret") {
 		t.Errorf("feed attribute %q: want the URL without the key", feed)
 	}
-	if e := r.str("err"); !strings.Contains(e, "404") || strings.Contains(e, "secret") {
+	if e := r.Str("err"); !strings.Contains(e, "404") || strings.Contains(e, "secret") {
 		t.Errorf("err attribute %q: want the HTTP status, without the key", e)
 	}
 	// The poll interval is raised to the minimum: no second fetch soon.
@@ -78,7 +79,7 @@ func TestNewsFeedFailure(t *testing.T) {
 
 // Network mode "never": no feed is fetched.
 func TestNewsFeedNotFetchedWithoutNetwork(t *testing.T) {
-	srv := startProject(t, testproject.Config{TotalJobs: 1})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 	h := startDaemon(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -97,13 +98,13 @@ func TestNewsFeedNotFetchedWithoutNetwork(t *testing.T) {
 	if err := h.d.query(ctx, func() { _ = h.d.setMode("network", ModeAlways, 0, time.Now()) }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the news item", func() bool { return hasNotice(h.notices(t), "d") })
+	testsupport.WaitFor(t, 20*time.Second, "the news item", func() bool { return hasNotice(h.notices(t), "d") })
 }
 
 // Client notices follow the health warnings.
 func TestClientNoticesFollowHealth(t *testing.T) {
 	h := startDaemon(t)
-	waitFor(t, 20*time.Second, "the no_projects notice", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the no_projects notice", func() bool {
 		for _, n := range h.notices(t) {
 			if n.Category == notices.CategoryClient && n.Key == "health:"+HealthNoProjects {
 				return true

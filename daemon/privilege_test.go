@@ -17,6 +17,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // TestRootAppsRefused: a daemon running as root with neither app_user nor
@@ -27,7 +28,7 @@ func TestRootAppsRefused(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the refusal concerns a daemon running as root")
 	}
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 100},
 		TotalJobs: 1,
 	})
@@ -37,7 +38,7 @@ func TestRootAppsRefused(t *testing.T) {
 		o.Config.AllowRootApps = false
 	})
 
-	waitFor(t, 30*time.Second, "the task downloaded", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the task downloaded", func() bool {
 		var ok bool
 		_ = h.d.query(t.Context(), func() {
 			for _, r := range h.d.st.results {
@@ -72,8 +73,8 @@ func TestRootAppsRefused(t *testing.T) {
 		}
 	}
 	n := 0
-	for _, r := range h.logs.records() {
-		if strings.HasPrefix(r.str("msg"), "refusing to run science apps as root") && r.str("warning") == healthAppsRefusedRoot {
+	for _, r := range h.logs.Records() {
+		if strings.HasPrefix(r.Str("msg"), "refusing to run science apps as root") && r.Str("warning") == healthAppsRefusedRoot {
 			n++
 		}
 	}
@@ -96,7 +97,7 @@ const (
 // good and one bad GUI RPC login, and checks that neither secret appears
 // in any log record or in a /metrics scrape.
 func TestNoSecretsInLogsOrMetrics(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 1000},
 		TotalJobs: 2,
 	})
@@ -119,13 +120,13 @@ func TestNoSecretsInLogsOrMetrics(t *testing.T) {
 	h := startDaemonIn(t, dataDir, cfg, nil)
 
 	var metricsURL, guiAddr string
-	waitFor(t, 30*time.Second, "the metrics and GUI RPC endpoints", func() bool {
-		for _, r := range h.logs.records() {
-			switch r.str("msg") {
+	testsupport.WaitFor(t, 30*time.Second, "the metrics and GUI RPC endpoints", func() bool {
+		for _, r := range h.logs.Records() {
+			switch r.Str("msg") {
 			case "metrics endpoint listening":
-				metricsURL = "http://" + r.str("addr") + r.str("path")
+				metricsURL = "http://" + r.Str("addr") + r.Str("path")
 			case "GUI RPC listening":
-				guiAddr = r.str("address")
+				guiAddr = r.Str("address")
 			}
 		}
 		return metricsURL != "" && guiAddr != ""

@@ -10,13 +10,14 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // A reply the daemon refuses still cost the server a host record and the
 // jobs in it. The next request must carry the host id from it, or a real
 // server matches the host by CPID and marks its jobs as client errors.
 func TestRefusedReplyKeepsHostID(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		TotalJobs: 3,
 		Faults: testproject.Faults{RewriteReply: func(rpc int, reply []byte) []byte {
 			if rpc != 1 {
@@ -26,7 +27,7 @@ func TestRefusedReplyKeepsHostID(t *testing.T) {
 		}},
 	})
 	h := startDaemon(t, srv)
-	waitFor(t, 20*time.Second, "a second scheduler request", func() bool { return srv.Stats().RPCs >= 2 })
+	testsupport.WaitFor(t, 20*time.Second, "a second scheduler request", func() bool { return srv.Stats().RPCs >= 2 })
 	st := srv.Stats()
 	if len(st.HostIDs) != 1 {
 		t.Fatalf("server created hosts %v: the refused reply's host id was not kept", st.HostIDs)
@@ -34,10 +35,10 @@ func TestRefusedReplyKeepsHostID(t *testing.T) {
 	if !strings.Contains(string(st.LastRequest), "<hostid>1</hostid>") {
 		t.Errorf("second request lacks the host id:\n%s", st.LastRequest)
 	}
-	if len(h.logs.find("kept the host id from the refused reply, so the project still knows this computer and its tasks")) != 1 {
+	if len(h.logs.Find("kept the host id from the refused reply, so the project still knows this computer and its tasks")) != 1 {
 		t.Errorf("no log line for the salvaged host id")
 	}
-	if len(h.logs.find("scheduler request failed")) == 0 {
+	if len(h.logs.Find("scheduler request failed")) == 0 {
 		t.Errorf("the refused reply was not reported as a failure")
 	}
 }
@@ -48,7 +49,7 @@ func TestProjectWebLinksFromReply(t *testing.T) {
 	links := "<gui_urls>\n<gui_url><name>Your account</name><description>View your account</description><url>URL/home.php</url></gui_url>\n</gui_urls>\n" +
 		"<rss_feeds><rss_feed><url>URL/notices.php?userid=1&auth=1_abc</url><poll_interval>86400</poll_interval></rss_feed></rss_feeds>\n"
 	var srv *testproject.Server
-	srv = startProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{RewriteReply: func(_ int, reply []byte) []byte {
+	srv = testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Faults: testproject.Faults{RewriteReply: func(_ int, reply []byte) []byte {
 		return bytes.Replace(reply, []byte("</scheduler_reply>"), []byte(strings.ReplaceAll(links, "URL/", srv.URL())+"</scheduler_reply>"), 1)
 	}}})
 	dataDir := filepath.Join(t.TempDir(), "data")
@@ -65,7 +66,7 @@ func TestProjectWebLinksFromReply(t *testing.T) {
 		})
 		return got
 	}
-	waitFor(t, 20*time.Second, "the project's web links", func() bool { return len(webLinks(h)) == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "the project's web links", func() bool { return len(webLinks(h)) == 1 })
 	if got := webLinks(h); got[0] != want {
 		t.Errorf("web link %+v, want %+v", got[0], want)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // With the production intervals (a work-fetch check a minute, reports due
@@ -17,7 +18,7 @@ import (
 // minute's check. The first request asks for a job per idle CPU, so both
 // tasks run at once.
 func TestReportsFollowTaskEnd(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		MaxJobsPerRPC: 2,
 		RequestDelay:  time.Second,
 		Job:           testproject.JobTemplate{CommandLine: "--seconds 3", FpopsEst: 3e9},
@@ -32,10 +33,10 @@ func TestReportsFollowTaskEnd(t *testing.T) {
 	})
 	// The tasks run 3 s: a second request before they end can only come
 	// from the end of the first reply's request_delay.
-	waitFor(t, 2500*time.Millisecond, "a request as the 1 s request_delay ends", func() bool {
+	testsupport.WaitFor(t, 2500*time.Millisecond, "a request as the 1 s request_delay ends", func() bool {
 		return srv.Stats().RPCs >= 2
 	})
-	waitFor(t, 20*time.Second, "the first two tasks reported and acknowledged", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the first two tasks reported and acknowledged", func() bool {
 		return h.snapshot().Stats.Acked >= 2
 	})
 	st := srv.Stats()

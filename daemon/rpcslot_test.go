@@ -8,6 +8,7 @@ import (
 
 	"github.com/boincd/boincd/internal/hostilehttp"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // TestTrickleFreesRPCSlot (issue 14): a project server that trickles every
@@ -31,32 +32,32 @@ func TestTrickleFreesRPCSlot(t *testing.T) {
 		trickle.Close()
 	})
 	hostileURL := trickle.URL + "/"
-	healthy := startProject(t, testproject.Config{TotalJobs: 1})
+	healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 	start := time.Now()
 	h := startDaemonIn(t, t.TempDir()+"/data", configFor(hostileURL, healthy.URL()), nil)
 
 	const limit = 75 * time.Second
-	waitFor(t, limit, "the healthy project's first scheduler request to complete", func() bool {
-		return len(h.logs.find("scheduler request completed", "project", healthy.URL())) > 0
+	testsupport.WaitFor(t, limit, "the healthy project's first scheduler request to complete", func() bool {
+		return len(h.logs.Find("scheduler request completed", "project", healthy.URL())) > 0
 	})
 	healthyDone := time.Since(start)
 
-	fails := h.logs.find("cannot read the project's master page", "project", hostileURL)
+	fails := h.logs.Find("cannot read the project's master page", "project", hostileURL)
 	if len(fails) == 0 {
 		t.Fatalf("no failed master fetch of the trickling project logged (%d requests served)", served.Requests())
 	}
 	first := fails[0]
-	if err := first.str("err"); !strings.Contains(err, "reply took longer than") {
+	if err := first.Str("err"); !strings.Contains(err, "reply took longer than") {
 		t.Errorf("trickle failure logged as %q, want the RPC bound", err)
 	}
-	held := first.time().Sub(start)
+	held := first.Time().Sub(start)
 	if held < 55*time.Second || held > 70*time.Second {
 		t.Errorf("the trickling master fetch failed %s after the start, want about 60 s", held)
 	}
 	// The healthy request really waited for the slot: it went out after
 	// the hostile exchange gave the slot back.
-	sent := h.logs.find("sending scheduler request", "project", healthy.URL())
-	if len(sent) == 0 || sent[0].time().Before(first.time()) {
+	sent := h.logs.Find("sending scheduler request", "project", healthy.URL())
+	if len(sent) == 0 || sent[0].Time().Before(first.Time()) {
 		t.Errorf("the healthy project's request did not wait behind the trickle; the test shows nothing")
 	}
 	t.Logf("figures: trickle (2 B/s) held the RPC slot %s; healthy project's first RPC completed %s after the start",

@@ -18,6 +18,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // forwardProxy is a plain HTTP forward proxy that records the URLs it
@@ -84,7 +85,7 @@ func guiDo(t *testing.T, h *harness, a guirpc.Action) {
 // request, download, upload), hosts on no_proxy go direct, and the
 // setting survives a restart.
 func TestProxySettingsCarryRequests(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 1000, ReportImmediately: true},
 		TotalJobs: 1,
 	})
@@ -142,7 +143,7 @@ func TestProxySettingsCarryRequests(t *testing.T) {
 	}
 	rpcs := srv.Stats().RPCs
 	guiDo(t, h2, guirpc.ProjectOp{URL: srv.URL(), Op: guirpc.ProjectUpdate})
-	waitFor(t, 30*time.Second, "a direct scheduler request", func() bool { return srv.Stats().RPCs > rpcs })
+	testsupport.WaitFor(t, 30*time.Second, "a direct scheduler request", func() bool { return srv.Stats().RPCs > rpcs })
 	if n1, _ := px.carried(host); n1 != n0 {
 		t.Errorf("a no_proxy host went through the proxy (%d requests, %d before)", n1, n0)
 	}
@@ -163,7 +164,7 @@ func guiStateOf(t *testing.T, h *harness) *guirpc.State {
 // product name reaches the project and survives a restart; host info can
 // be probed again.
 func TestGUIConfigFilesAndHostInfo(t *testing.T) {
-	srv := startProject(t, testproject.Config{TotalJobs: 0})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 0})
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := projectsConfig(srv)
 	h := startDaemonIn(t, dataDir, cfg, nil)
@@ -208,11 +209,11 @@ func TestGUIConfigFilesAndHostInfo(t *testing.T) {
 	// A request already under way when the name was set goes out
 	// without it; the update's request carries it.
 	want := []byte("<product_name>Rack 7 &lt;node 3&gt;</product_name>")
-	waitFor(t, 30*time.Second, "a scheduler request with the product name", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "a scheduler request with the product name", func() bool {
 		return bytes.Contains(srv.Stats().LastRequest, want)
 	})
 	guiDo(t, h, guirpc.ResetHostInfo{})
-	waitFor(t, 30*time.Second, "host info probed again", func() bool { return len(h.logs.find("host info probed again")) > 0 })
+	testsupport.WaitFor(t, 30*time.Second, "host info probed again", func() bool { return len(h.logs.Find("host info probed again")) > 0 })
 	if got := guiStateOf(t, h).Host.ProductName; got != "Rack 7 <node 3>" {
 		t.Errorf("product name after reset_host_info: %q", got)
 	}
@@ -228,10 +229,10 @@ func TestGUIConfigFilesAndHostInfo(t *testing.T) {
 // Scheduler requests count in the day's traffic, as with the C++ client:
 // a host that only talks to its projects still shows what it sent.
 func TestSchedulerTrafficInDailyHistory(t *testing.T) {
-	srv := startProject(t, testproject.Config{TotalJobs: 0})
+	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 0})
 	h := startDaemon(t, srv)
-	waitFor(t, 30*time.Second, "a scheduler request", func() bool { return srv.Stats().RPCs > 0 })
-	waitFor(t, 10*time.Second, "the request in the day's traffic", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "a scheduler request", func() bool { return srv.Stats().RPCs > 0 })
+	testsupport.WaitFor(t, 10*time.Second, "the request in the day's traffic", func() bool {
 		x := guiStateOf(t, h).DailyXfers
 		return len(x) == 1 && x[0].Up >= float64(len(srv.Stats().LastRequest)) && x[0].Down > 0
 	})

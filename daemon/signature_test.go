@@ -14,6 +14,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 var fileSigRE = regexp.MustCompile(`(?s)<file_signature>\s*([0-9a-f]{2})`)
@@ -76,15 +77,15 @@ func TestAppSignatureRefused(t *testing.T) {
 			cfg := config.Default()
 			cfg.Projects = []config.Project{{URL: ts.URL + "/", Authenticator: "k", ResourceShare: 100}}
 			hs := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
-			waitFor(t, 60*time.Second, "the failed task to be reported", func() bool {
+			testsupport.WaitFor(t, 60*time.Second, "the failed task to be reported", func() bool {
 				for _, rr := range srv.Stats().ReportedResults {
 					return rr.ExitStatus == boinc.ErrResultDownload
 				}
 				return false
 			})
 			found := false
-			for _, r := range hs.logs.records() {
-				if s := r.str("err") + r.str("error") + r.str("msg"); bytes.Contains([]byte(s), []byte(tc.logText)) {
+			for _, r := range hs.logs.Records() {
+				if s := r.Str("err") + r.Str("error") + r.Str("msg"); bytes.Contains([]byte(s), []byte(tc.logText)) {
 					found = true
 				}
 			}

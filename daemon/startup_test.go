@@ -9,6 +9,7 @@ import (
 
 	guiclient "github.com/boincd/boincd/guirpc/client"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // TestStartupAnswersBeforeBenchmarks: on a first start GUI RPC answers
@@ -27,7 +28,7 @@ func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := startProject(t, testproject.Config{Name: "startup"})
+			srv := testsupport.StartProject(t, testproject.Config{Name: "startup"})
 			started := time.Now()
 			h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) { o.BenchmarkDuration = tt.bench })
 			benchmarking := tt.bench >= 0
@@ -47,7 +48,7 @@ func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
 			if benchmarking {
 				// The proof of order: the answers came while the
 				// benchmarks were still running.
-				if done := h.logs.find("CPU benchmarks done"); len(done) > 0 {
+				if done := h.logs.Find("CPU benchmarks done"); len(done) > 0 {
 					t.Fatalf("GUI RPC answered only after the benchmarks (%s after start)", answered)
 				}
 				if st.TaskSuspendReason != guiclient.SuspendBenchmarks {
@@ -59,7 +60,7 @@ func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
 				if n := srv.Stats().RPCs; n != 0 {
 					t.Errorf("%d scheduler RPCs before the first benchmarks ended", n)
 				}
-				waitFor(t, 30*time.Second, "the benchmarks to end", func() bool { return len(h.logs.find("CPU benchmarks done")) > 0 })
+				testsupport.WaitFor(t, 30*time.Second, "the benchmarks to end", func() bool { return len(h.logs.Find("CPU benchmarks done")) > 0 })
 				if hi, err = c.GetHostInfo(ctx); err != nil {
 					t.Fatalf("get_host_info: %v", err)
 				}
@@ -70,14 +71,14 @@ func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
 					t.Errorf("after the benchmarks: task_suspend_reason %v (err %v)", st, err)
 				}
 			} else {
-				if len(h.logs.find("running CPU benchmarks")) > 0 {
+				if len(h.logs.Find("running CPU benchmarks")) > 0 {
 					t.Error("benchmarks ran with skip_cpu_benchmarks")
 				}
 				if hi.PFpops != 1e9 || hi.PCalculated.IsZero() {
 					t.Errorf("skip_cpu_benchmarks: p_fpops %g p_calculated %v, want 1e9, set", hi.PFpops, hi.PCalculated)
 				}
 			}
-			waitFor(t, 20*time.Second, "a scheduler RPC", func() bool { return srv.Stats().RPCs > 0 })
+			testsupport.WaitFor(t, 20*time.Second, "a scheduler RPC", func() bool { return srv.Stats().RPCs > 0 })
 			if benchmarking {
 				// The request carried the measured figures, not the
 				// placeholders.
@@ -94,9 +95,9 @@ func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
 func dialGUI(t *testing.T, h *harness) *guiclient.Client {
 	t.Helper()
 	var addr string
-	waitFor(t, 20*time.Second, "the GUI RPC address", func() bool {
-		if rs := h.logs.find("GUI RPC listening"); len(rs) > 0 {
-			addr = rs[0].str("address")
+	testsupport.WaitFor(t, 20*time.Second, "the GUI RPC address", func() bool {
+		if rs := h.logs.Find("GUI RPC listening"); len(rs) > 0 {
+			addr = rs[0].Str("address")
 		}
 		return addr != ""
 	})

@@ -9,6 +9,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/rpcclient"
 	"github.com/boincd/boincd/statefile"
 )
@@ -158,13 +159,13 @@ func TestStatsPersisted(t *testing.T) {
 // project reports jobs succeeded, their elapsed time and a statistics row
 // in GUI RPC's snapshot.
 func TestJobsCountedEndToEnd(t *testing.T) {
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", ReportImmediately: true},
 		TotalJobs: 2,
 	})
 	h := startDaemon(t, srv)
 	checkHealthy(t, srv, 2, 60*time.Second)
-	waitFor(t, 20*time.Second, "both jobs counted", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "both jobs counted", func() bool {
 		st, err := rpcBackend{h.d}.Snapshot(context.Background(), guirpc.PartAll)
 		if err != nil || len(st.Projects) != 1 {
 			return false

@@ -15,6 +15,7 @@ import (
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/internal/hostilehttp"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // Transport-level hostility (internal/hostilehttp in front of a real test
@@ -31,23 +32,11 @@ const hostileStall = time.Second
 // after the daemon (cleanups run in reverse).
 func hostileProject(t *testing.T, cfg testproject.Config, wrap func(tp http.Handler) http.Handler) (*testproject.Server, string) {
 	t.Helper()
-	if len(cfg.Apps) == 0 {
-		cfg.Apps = []testproject.App{testproject.DefaultApp()}
-	}
-	if cfg.RequestDelay == 0 {
-		cfg.RequestDelay = -1
-	}
-	tp, err := testproject.New(cfg)
-	if err != nil {
-		t.Fatalf("testproject.New: %v", err)
-	}
+	tp := testsupport.NewProject(t, cfg)
 	srv := httptest.NewServer(wrap(tp.Handler()))
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
 		srv.Close()
-		if err := tp.Close(); err != nil {
-			t.Errorf("closing test project: %v", err)
-		}
 	})
 	return tp, srv.URL + "/"
 }
@@ -111,19 +100,19 @@ func TestHostileSchedulerTransport(t *testing.T) {
 				toggle = &hostilehttp.Toggle{Bad: route(tp, tc.bad, isScheduler), Good: tp}
 				return toggle
 			})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startHostileDaemon(t, faultyURL, healthy.URL())
 			watch := newBackoffWatch(faultyURL)
 
 			start := time.Now()
-			waitFor(t, testLimit, "two failed RPCs to the hostile scheduler", func() bool {
+			testsupport.WaitFor(t, testLimit, "two failed RPCs to the hostile scheduler", func() bool {
 				watch.observe(h.snapshot())
-				return len(h.logs.find("scheduler request failed", "project", faultyURL)) >= 2
+				return len(h.logs.Find("scheduler request failed", "project", faultyURL)) >= 2
 			})
 			t.Logf("figures: %s: two failed RPCs after %s", tc.name, time.Since(start).Round(time.Millisecond))
-			for _, f := range h.logs.find("scheduler request failed", "project", faultyURL) {
-				if !strings.Contains(f.str("err"), tc.wantErr) {
-					t.Errorf("failure logged as %q, want it to mention %q", f.str("err"), tc.wantErr)
+			for _, f := range h.logs.Find("scheduler request failed", "project", faultyURL) {
+				if !strings.Contains(f.Str("err"), tc.wantErr) {
+					t.Errorf("failure logged as %q, want it to mention %q", f.Str("err"), tc.wantErr)
 				}
 			}
 			watch.check(t, h.logs)
@@ -184,20 +173,20 @@ func TestHostileDownloadTransport(t *testing.T) {
 					first := &hostilehttp.FirstN{N: tc.nBad, Bad: hostilehttp.Mangle{Next: tp, Bad: tc.bad}, Good: tp}
 					return route(tp, first, isInput)
 				})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startHostileDaemon(t, faultyURL, healthy.URL())
 
 			start := time.Now()
 			if tc.fails {
-				waitFor(t, testLimit, "the hostile download to fail for good", func() bool {
-					return len(h.logs.find("download failed permanently", "project", faultyURL)) > 0
+				testsupport.WaitFor(t, testLimit, "the hostile download to fail for good", func() bool {
+					return len(h.logs.Find("download failed permanently", "project", faultyURL)) > 0
 				})
-				fail := h.logs.find("download failed permanently", "project", faultyURL)[0]
-				if !strings.Contains(fail.str("err"), tc.wantErr) {
-					t.Errorf("permanent failure %q, want it to mention %q", fail.str("err"), tc.wantErr)
+				fail := h.logs.Find("download failed permanently", "project", faultyURL)[0]
+				if !strings.Contains(fail.Str("err"), tc.wantErr) {
+					t.Errorf("permanent failure %q, want it to mention %q", fail.Str("err"), tc.wantErr)
 				}
 				t.Logf("figures: %s: failed for good after %s, %d attempts", tc.name, time.Since(start).Round(time.Millisecond),
-					len(h.logs.find("download failed; will retry", "project", faultyURL))+1)
+					len(h.logs.Find("download failed; will retry", "project", faultyURL))+1)
 				// The rejected bytes are not on disk.
 				for _, p := range filesNamed(t, h.dataDir, "_in") {
 					if st, err := os.Stat(p); err == nil && st.Size() > inputSize {
@@ -208,8 +197,8 @@ func TestHostileDownloadTransport(t *testing.T) {
 				waitAllReported(t, faulty, 1, testLimit)
 			} else {
 				checkHealthy(t, faulty, 1, testLimit)
-				retries := h.logs.find("download failed; will retry", "project", faultyURL)
-				if len(retries) == 0 || !strings.Contains(retries[0].str("err"), tc.wantErr) {
+				retries := h.logs.Find("download failed; will retry", "project", faultyURL)
+				if len(retries) == 0 || !strings.Contains(retries[0].Str("err"), tc.wantErr) {
 					t.Errorf("first failure not logged with %q: %v", tc.wantErr, retries)
 				}
 				st := faulty.Stats()
@@ -257,7 +246,7 @@ func TestHostileUploadTransport(t *testing.T) {
 					liar = &hostilehttp.LyingUploadHandler{FileSize: func(int) string { return tc.size }, Next: tp}
 					return route(tp, liar, func(r *http.Request) bool { return r.URL.Path == "/cgi-bin/file_upload_handler" })
 				})
-			healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+			healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 			h := startHostileDaemon(t, faultyURL, healthy.URL())
 			st := waitAllReported(t, faulty, 1, testLimit)
 			for name, job := range st.Jobs {
@@ -274,8 +263,8 @@ func TestHostileUploadTransport(t *testing.T) {
 			if liar.Queries() != 1 {
 				t.Errorf("%d size queries, want 1", liar.Queries())
 			}
-			if len(h.logs.find("upload handler claims more bytes than the file has; sending it all"))+
-				len(h.logs.find("upload handler sent no usable <file_size>; sending the whole file")) == 0 {
+			if len(h.logs.Find("upload handler claims more bytes than the file has; sending it all"))+
+				len(h.logs.Find("upload handler sent no usable <file_size>; sending the whole file")) == 0 {
 				t.Errorf("the lie was not logged")
 			}
 			checkHealthy(t, healthy, healthyJobs, testLimit)
@@ -298,14 +287,14 @@ func TestUntrustedTLSProject(t *testing.T) {
 		tp.Close()
 	})
 	url := srv.URL + "/"
-	healthy := startProject(t, testproject.Config{TotalJobs: healthyJobs})
+	healthy := testsupport.StartProject(t, testproject.Config{TotalJobs: healthyJobs})
 	h := startHostileDaemon(t, url, healthy.URL())
-	waitFor(t, testLimit, "the master fetch of the https project to fail twice", func() bool {
-		return len(h.logs.find("cannot read the project's master page", "project", url)) >= 2
+	testsupport.WaitFor(t, testLimit, "the master fetch of the https project to fail twice", func() bool {
+		return len(h.logs.Find("cannot read the project's master page", "project", url)) >= 2
 	})
 	host := strings.TrimPrefix(srv.URL, "https://")
-	for _, f := range h.logs.find("cannot read the project's master page", "project", url) {
-		if e := f.str("err"); !strings.Contains(e, host) || !strings.Contains(e, "certificate") {
+	for _, f := range h.logs.Find("cannot read the project's master page", "project", url) {
+		if e := f.Str("err"); !strings.Contains(e, host) || !strings.Contains(e, "certificate") {
 			t.Errorf("failure %q does not name the host %s and the certificate", e, host)
 		}
 	}
@@ -340,5 +329,5 @@ func TestTLSProjectWithCABundle(t *testing.T) {
 	cfg.CABundle = bundle
 	cfg.Projects = []config.Project{{URL: srv.URL + "/", Authenticator: "k", ResourceShare: 100}}
 	startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
-	waitFor(t, testLimit, "the task reported over TLS", func() bool { return len(tp.Stats().Acked) == 1 })
+	testsupport.WaitFor(t, testLimit, "the task reported over TLS", func() bool { return len(tp.Stats().Acked) == 1 })
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/statefile"
 )
 
@@ -105,7 +106,7 @@ func (h *harness) setRunMode(mode int) {
 // waitDownloaded waits until n tasks have all their files.
 func (h *harness) waitDownloaded(n int) {
 	h.t.Helper()
-	waitFor(h.t, 60*time.Second, "tasks downloaded", func() bool {
+	testsupport.WaitFor(h.t, 60*time.Second, "tasks downloaded", func() bool {
 		got := 0
 		for _, tv := range h.snapshot().Tasks {
 			if tv.Phase == boinc.PhaseDownloaded {
@@ -128,8 +129,8 @@ func projectFile(t *testing.T, dataDir, name string) string {
 
 // errorLogged reports whether an error-level record names the file.
 func (h *harness) errorLogged(file string) bool {
-	for _, r := range h.logs.records() {
-		if r.str("level") == "ERROR" && r.str("file") == file && strings.Contains(r.str("msg"), "does not match what was verified") {
+	for _, r := range h.logs.Records() {
+		if r.Str("level") == "ERROR" && r.Str("file") == file && strings.Contains(r.Str("msg"), "does not match what was verified") {
 			return true
 		}
 	}
@@ -172,7 +173,7 @@ func TestTamperedAppFileNotRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const jobs = 2
-			srv := startProject(t, testproject.Config{
+			srv := testsupport.StartProject(t, testproject.Config{
 				TotalJobs: jobs,
 				Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 100},
 			})
@@ -236,7 +237,7 @@ func TestInputFileRefetchedBeforeStart(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const jobs, size = 2, 1000
-			srv := startProject(t, testproject.Config{
+			srv := testsupport.StartProject(t, testproject.Config{
 				TotalJobs: jobs,
 				Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: size},
 			})
@@ -368,8 +369,8 @@ func TestInputFileGoneFromServer(t *testing.T) {
 					}
 				}
 			}
-			for _, r := range h.logs.find("task started") {
-				if r.str("task") == victim {
+			for _, r := range h.logs.Find("task started") {
+				if r.Str("task") == victim {
 					t.Errorf("task %s was started without its input", victim)
 				}
 			}
@@ -383,7 +384,7 @@ func TestInputFileGoneFromServer(t *testing.T) {
 // its signature is fetched again instead, and never run.
 func TestUnsealedFilesVerifiedOnce(t *testing.T) {
 	const jobs, size = 1, 100
-	srv := startProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		TotalJobs: jobs,
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: size},
 	})
@@ -422,7 +423,7 @@ func TestUnsealedFilesVerifiedOnce(t *testing.T) {
 	if n := st.Downloads[refAppName]; n != 2 {
 		t.Errorf("app file downloaded %d times, want 2", n)
 	}
-	if len(h.logs.find("recorded the hash of a file verified before hashes were kept", "file", input)) != 1 {
+	if len(h.logs.Find("recorded the hash of a file verified before hashes were kept", "file", input)) != 1 {
 		t.Errorf("the unsealed input %s was not verified and hashed once", input)
 	}
 	if !h.errorLogged(refAppName) {
