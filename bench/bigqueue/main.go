@@ -59,11 +59,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -72,6 +70,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boincd/boincd/bench/internal/clientproc"
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/codesign"
 	"github.com/boincd/boincd/guirpc/client"
@@ -144,9 +143,9 @@ type result struct {
 }
 
 func run(ctx context.Context, o options) error {
-	tmp, err := os.MkdirTemp("", "bigqueue-")
+	tmp, err := clientproc.TempDir("bigqueue-")
 	if err != nil {
-		return fmt.Errorf("temp dir: %w", err)
+		return err
 	}
 	if o.keep {
 		fmt.Println("temporary directory (kept):", tmp)
@@ -160,25 +159,14 @@ func run(ctx context.Context, o options) error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("child subreaper: %w", err)
 	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("temp dir: %w", err)
-	}
-	uid, gid, home := -1, -1, ""
-	if os.Geteuid() == 0 && o.runAs != "" {
-		u, err := user.Lookup(o.runAs)
-		if err != nil {
-			return fmt.Errorf("user %s: %w", o.runAs, err)
-		}
-		uid, _ = strconv.Atoi(u.Uid)
-		gid, _ = strconv.Atoi(u.Gid)
-		home = u.HomeDir
+	acct, err := clientproc.RunAs(o.runAs)
+	if err != nil {
+		return err
 	}
 
 	bin := filepath.Join(tmp, "boincd")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/boincd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building boincd: %w", err)
+	if err := clientproc.BuildBoincd(ctx, bin); err != nil {
+		return err
 	}
 
 	gen := filepath.Join(tmp, "generated")
@@ -211,7 +199,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	r, err := measure(ctx, o, tmp, "boincd", bdir, uid, gid, home, func(port int) []string {
+	r, err := measure(ctx, o, tmp, "boincd", bdir, acct, func(port int) []string {
 		return []string{bin, "run", "--dir", bdir, "--gui_rpc_port", strconv.Itoa(port), "--no_gpus", "--skip_cpu_benchmarks"}
 	})
 	if err != nil {
@@ -224,7 +212,7 @@ func run(ctx context.Context, o options) error {
 		if err := copyDir(ctx, gen, cdir); err != nil {
 			return err
 		}
-		r, err := measure(ctx, o, tmp, "C++ client", cdir, uid, gid, home, func(port int) []string {
+		r, err := measure(ctx, o, tmp, "C++ client", cdir, acct, func(port int) []string {
 			return []string{o.boincBin, "--dir", cdir, "--allow_multiple_clients", "--gui_rpc_port", strconv.Itoa(port),
 				"--no_gpus", "--skip_cpu_benchmarks", "--no_info_fetch"}
 		})
@@ -242,17 +230,17 @@ func run(ctx context.Context, o options) error {
 
 // measure runs one client on dir until it runs o.ncpus tasks, measures
 // it, and kills it and its tasks.
-func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int, home string, argv func(port int) []string) (*result, error) {
-	port, err := freePort()
+func measure(ctx context.Context, o options, tmp, name, dir string, acct *clientproc.Account, argv func(port int) []string) (*result, error) {
+	port, err := clientproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	args := argv(port)
-	if uid >= 0 {
-		if err := chownAll(dir, uid, gid); err != nil {
+	if acct != nil {
+		if err := acct.Own(dir); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		args = append([]string{"setpriv", "--reuid=" + strconv.Itoa(uid), "--regid=" + strconv.Itoa(gid), "--init-groups", "--"}, args...)
+		args = acct.Setpriv(args)
 	}
 	logPath := filepath.Join(tmp, strings.ReplaceAll(name, " ", "_")+".log")
 	log, err := os.Create(logPath)
@@ -262,9 +250,9 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 	defer log.Close()
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = dir
-	if home != "" {
+	if acct != nil && acct.Home != "" {
 		// As a service the client has its user's home, not root's.
-		cmd.Env = append(os.Environ(), "HOME="+home)
+		cmd.Env = append(os.Environ(), "HOME="+acct.Home)
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -303,7 +291,7 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 				return
 			case <-tick.C:
 			}
-			if t, err := cpuTicks(pid); err == nil {
+			if t, err := clientproc.CPUTicks(pid); err == nil {
 				trace = append(trace, t-last)
 				last = t
 			}
@@ -361,7 +349,7 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 		}
 	}
 	endTrace()
-	t, err := cpuTicks(pid)
+	t, err := clientproc.CPUTicks(pid)
 	if err != nil {
 		return fail(err)
 	}
@@ -374,7 +362,7 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 		return nil, ctx.Err()
 	}
 	schedBefore := schedRequests(logPath)
-	before, err := cpuTicks(pid)
+	before, err := clientproc.CPUTicks(pid)
 	if err != nil {
 		return fail(err)
 	}
@@ -383,15 +371,17 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	after, err := cpuTicks(pid)
+	after, err := clientproc.CPUTicks(pid)
 	if err != nil {
 		return fail(err)
 	}
 	r.idleTicks = after - before
 	r.windowRPCs = schedRequests(logPath) - schedBefore
-	if r.rss, err = rss(pid); err != nil {
+	rss, err := clientproc.ReadRSS(pid)
+	if err != nil {
 		return fail(err)
 	}
+	r.rss = rss.Total
 	r.running = countTasks(pid)
 
 	// GUI RPC replies.
@@ -408,12 +398,12 @@ func measure(ctx context.Context, o options, tmp, name, dir string, uid, gid int
 	timeCall := func(req string, ticks *float64) (time.Duration, []byte, error) {
 		var ds []time.Duration
 		var body []byte
-		t0, err := cpuTicks(pid)
+		t0, err := clientproc.CPUTicks(pid)
 		if err != nil {
 			return 0, nil, err
 		}
 		defer func() {
-			if t1, err := cpuTicks(pid); err == nil {
+			if t1, err := clientproc.CPUTicks(pid); err == nil {
 				*ticks = float64(t1-t0) / float64(o.calls)
 			}
 		}()
@@ -642,7 +632,7 @@ func generate(dir string, o options) error {
 	}
 	files := 0
 	for i := range o.projects {
-		port, err := freePort()
+		port, err := clientproc.FreePort()
 		if err != nil {
 			return err
 		}
@@ -1069,59 +1059,4 @@ func killUnder(dir string) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
-}
-
-// cpuTicks is utime+stime of /proc/PID/stat, in clock ticks.
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("cpu ticks: %w", err)
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("cpu ticks: malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu ticks: malformed /proc/%d/stat", pid)
-	}
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("cpu ticks: %w", err)
-	}
-	return ut + st, nil
-}
-
-// rss reads VmRSS (kB) of /proc/PID/status.
-func rss(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("rss: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, errors.New("rss: no VmRSS")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func chownAll(dir string, uid, gid int) error {
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
 }

@@ -16,23 +16,19 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/boincd/boincd/bench/internal/clientproc"
 	"github.com/boincd/boincd/internal/testproject"
 )
 
@@ -62,20 +58,15 @@ type client struct {
 }
 
 func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor time.Duration) error {
-	tmp, err := os.MkdirTemp("", "footprint-")
+	tmp, err := clientproc.TempDir("footprint-")
 	if err != nil {
-		return fmt.Errorf("temp dir: %w", err)
+		return err
 	}
 	defer os.RemoveAll(tmp)
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("temp dir: %w", err)
-	}
 
 	bin := filepath.Join(tmp, "boincd")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/boincd")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("building boincd: %w", err)
+	if err := clientproc.BuildBoincd(ctx, bin); err != nil {
+		return err
 	}
 
 	// A GPU-only app: neither client (no GPUs) is ever sent a job, so
@@ -91,14 +82,9 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 	}
 	defer proj.Close()
 
-	var uid, gid int = -1, -1
-	if os.Geteuid() == 0 && runAs != "" {
-		u, err := user.Lookup(runAs)
-		if err != nil {
-			return fmt.Errorf("user %s: %w", runAs, err)
-		}
-		uid, _ = strconv.Atoi(u.Uid)
-		gid, _ = strconv.Atoi(u.Gid)
+	acct, err := clientproc.RunAs(runAs)
+	if err != nil {
+		return err
 	}
 
 	var clients []*client
@@ -112,12 +98,11 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		if uid >= 0 {
-			if err := chownAll(dir, uid, gid); err != nil {
+		if acct != nil {
+			if err := acct.Own(dir); err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			args = append([]string{"--reuid=" + strconv.Itoa(uid), "--regid=" + strconv.Itoa(gid), "--init-groups", "--"}, args...)
-			args = append([]string{"setpriv"}, args...)
+			args = acct.Setpriv(args)
 		}
 		log, err := os.Create(filepath.Join(tmp, name+".log"))
 		if err != nil {
@@ -136,7 +121,7 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 		return c, nil
 	}
 
-	port, err := freePort()
+	port, err := clientproc.FreePort()
 	if err != nil {
 		return err
 	}
@@ -155,7 +140,7 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 	bd.port = port
 
 	if _, err := os.Stat(boincBin); err == nil {
-		port, err := freePort()
+		port, err := clientproc.FreePort()
 		if err != nil {
 			return err
 		}
@@ -171,7 +156,7 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 	}
 
 	for _, c := range clients {
-		if err := waitPort(ctx, c.port, 60*time.Second); err != nil {
+		if err := clientproc.WaitPort(ctx, c.port, 60*time.Second); err != nil {
 			return fmt.Errorf("%s: GUI RPC: %w (log: %s)", c.name, err, filepath.Join(tmp, c.name+".log"))
 		}
 	}
@@ -185,12 +170,12 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 	}
 
 	type sample struct {
-		rss, anon, file int64 // kB
-		ticks           int64
+		rss   clientproc.RSS
+		ticks int64
 	}
 	before := make([]int64, len(clients))
 	for i, c := range clients {
-		if before[i], err = cpuTicks(c.cmd.Process.Pid); err != nil {
+		if before[i], err = clientproc.CPUTicks(c.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
@@ -201,12 +186,12 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 	}
 	res := make([]sample, len(clients))
 	for i, c := range clients {
-		t, err := cpuTicks(c.cmd.Process.Pid)
+		t, err := clientproc.CPUTicks(c.cmd.Process.Pid)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 		res[i].ticks = t - before[i]
-		if res[i].rss, res[i].anon, res[i].file, err = rss(c.cmd.Process.Pid); err != nil {
+		if res[i].rss, err = clientproc.ReadRSS(c.cmd.Process.Pid); err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
 	}
@@ -218,7 +203,7 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 	fmt.Printf("%-12s %10s %10s %10s %10s\n", "", "RSS MB", "anon MB", "file MB", "CPU ticks")
 	for i, c := range clients {
 		s := res[i]
-		fmt.Printf("%-12s %10.1f %10.1f %10.1f %10d\n", c.name, mb(s.rss), mb(s.anon), mb(s.file), s.ticks)
+		fmt.Printf("%-12s %10.1f %10.1f %10.1f %10d\n", c.name, mb(s.rss.Total), mb(s.rss.Anon), mb(s.rss.File), s.ticks)
 	}
 	if len(clients) == 2 {
 		ratio := func(a, b int64) string {
@@ -230,8 +215,8 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 			}
 			return fmt.Sprintf("%.2f", float64(a)/float64(b))
 		}
-		fmt.Printf("%-12s %10s %10s %10s %10s\n", "boincd/C++", ratio(res[0].rss, res[1].rss), ratio(res[0].anon, res[1].anon),
-			ratio(res[0].file, res[1].file), ratio(res[0].ticks, res[1].ticks))
+		fmt.Printf("%-12s %10s %10s %10s %10s\n", "boincd/C++", ratio(res[0].rss.Total, res[1].rss.Total), ratio(res[0].rss.Anon, res[1].rss.Anon),
+			ratio(res[0].rss.File, res[1].rss.File), ratio(res[0].ticks, res[1].ticks))
 	}
 	if straceFor > 0 {
 		// Separately from the CPU window: tracing costs the traced
@@ -249,93 +234,3 @@ func run(ctx context.Context, boincBin, runAs string, settle, window, straceFor 
 }
 
 func mb(kb int64) float64 { return float64(kb) / 1000 }
-
-// cpuTicks is utime+stime of /proc/PID/stat, in clock ticks.
-func cpuTicks(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, fmt.Errorf("cpu ticks: %w", err)
-	}
-	// The command name may hold spaces: fields count from its ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("cpu ticks: malformed /proc/%d/stat", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("cpu ticks: malformed /proc/%d/stat", pid)
-	}
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	ut, err1 := strconv.ParseInt(f[11], 10, 64)
-	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("cpu ticks: %w", err)
-	}
-	return ut + st, nil
-}
-
-// rss reads VmRSS, RssAnon and RssFile (kB) of /proc/PID/status.
-func rss(pid int) (total, anon, file int64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("rss: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		switch k {
-		case "VmRSS":
-			total = n
-		case "RssAnon":
-			anon = n
-		case "RssFile":
-			file = n
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, 0, 0, fmt.Errorf("rss: %w", err)
-	}
-	return total, anon, file, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func waitPort(ctx context.Context, port int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
-		if err == nil {
-			return c.Close()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("port %d not answering after %s: %w", port, timeout, err)
-		}
-		select {
-		case <-time.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-func chownAll(dir string, uid, gid int) error {
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, uid, gid)
-	})
-}

@@ -20,7 +20,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,13 +27,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/boincd/boincd/bench/internal/clientproc"
 )
 
 func main() {
@@ -63,7 +63,7 @@ type client struct {
 // result holds one client's measurements.
 type result struct {
 	first, steady []time.Duration
-	rss           map[string]int // kB, from /proc/PID/status
+	rss           clientproc.RSS
 }
 
 func run() error {
@@ -82,20 +82,15 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	work, err := os.MkdirTemp("", "boincd-startup-")
+	work, err := clientproc.TempDir("boincd-startup-")
 	if err != nil {
-		return fmt.Errorf("work directory: %w", err)
+		return err
 	}
 	defer os.RemoveAll(work)
-	if err := os.Chmod(work, 0o755); err != nil {
-		return fmt.Errorf("work directory: %w", err)
-	}
 	if o.boincd == "" {
 		o.boincd = filepath.Join(work, "boincd")
-		build := exec.CommandContext(ctx, "go", "build", "-o", o.boincd, "./cmd/boincd")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("building boincd: %w", err)
+		if err := clientproc.BuildBoincd(ctx, o.boincd); err != nil {
+			return err
 		}
 	}
 	clients := []client{{name: "boincd", args: func(dir string, port int) []string {
@@ -110,11 +105,9 @@ func run() error {
 			fmt.Fprintf(os.Stderr, "bench/startup: no C++ client (%v): boincd alone\n", err)
 		}
 	}
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 && o.user != "" {
-		if cred, err = lookupUser(o.user); err != nil {
-			return err
-		}
+	acct, err := clientproc.RunAs(o.user)
+	if err != nil {
+		return err
 	}
 
 	results := make([]result, len(clients))
@@ -124,8 +117,8 @@ func run() error {
 			if err := os.Mkdir(dir, 0o755); err != nil {
 				return fmt.Errorf("data directory: %w", err)
 			}
-			if cred != nil {
-				if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			if acct != nil {
+				if err := acct.Own(dir); err != nil {
 					return fmt.Errorf("data directory: %w", err)
 				}
 			}
@@ -138,7 +131,7 @@ func run() error {
 						wait = o.idle
 					}
 				}
-				took, rss, err := startOnce(ctx, c, dir, cred, wait, o.timeout, steady && last)
+				took, rss, err := startOnce(ctx, c, dir, acct, wait, o.timeout, steady && last)
 				if err != nil {
 					return fmt.Errorf("%s, run %d: %w", c.name, n+1, err)
 				}
@@ -148,7 +141,7 @@ func run() error {
 					results[i].first = append(results[i].first, took)
 				}
 				if rss != nil {
-					results[i].rss = rss
+					results[i].rss = *rss
 				}
 				fmt.Fprintf(os.Stderr, "%s run %d %s: %s\n", c.name, n+1, map[bool]string{false: "first", true: "steady"}[steady], took.Round(time.Millisecond))
 			}
@@ -161,8 +154,8 @@ func run() error {
 // startOnce starts c on dir, times the first GUI RPC answer, lets it run
 // for wait, reads its RSS if asked, and stops it (SIGTERM, as a service
 // manager does).
-func startOnce(ctx context.Context, c client, dir string, cred *syscall.Credential, wait, timeout time.Duration, readRSS bool) (time.Duration, map[string]int, error) {
-	port, err := freePort()
+func startOnce(ctx context.Context, c client, dir string, acct *clientproc.Account, wait, timeout time.Duration, readRSS bool) (time.Duration, *clientproc.RSS, error) {
+	port, err := clientproc.FreePort()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -175,7 +168,10 @@ func startOnce(ctx context.Context, c client, dir string, cred *syscall.Credenti
 	}
 	defer log.Close()
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if acct != nil {
+		cmd.SysProcAttr.Credential = acct.Credential()
+	}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return 0, nil, fmt.Errorf("start: %w", err)
@@ -208,8 +204,8 @@ func startOnce(ctx context.Context, c client, dir string, cred *syscall.Credenti
 	if !readRSS {
 		return took, nil, nil
 	}
-	rss, err := procRSS(cmd.Process.Pid)
-	return took, rss, err
+	rss, err := clientproc.ReadRSS(cmd.Process.Pid)
+	return took, &rss, err
 }
 
 // answers reports whether addr serves one complete GUI RPC exchange.
@@ -236,63 +232,6 @@ func stopProcess(cmd *exec.Cmd, exited chan error) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// procRSS reads VmRSS, RssAnon and RssFile (kB) of pid.
-func procRSS(pid int) (map[string]int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, fmt.Errorf("rss: %w", err)
-	}
-	out := map[string]int{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "RssAnon" && k != "RssFile") {
-			continue
-		}
-		if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB")); err == nil {
-			out[k] = n
-		}
-	}
-	if _, ok := out["VmRSS"]; !ok {
-		return nil, errors.New("rss: no VmRSS in /proc status")
-	}
-	return out, nil
-}
-
-func lookupUser(name string) (*syscall.Credential, error) {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil, fmt.Errorf("-user %s: %w", name, err)
-	}
-	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("-user %s: uid: %w", name, err)
-	}
-	gid, err := strconv.ParseUint(u.Gid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("-user %s: gid: %w", name, err)
-	}
-	c := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-	groups, err := u.GroupIds()
-	if err != nil {
-		return nil, fmt.Errorf("-user %s: groups: %w", name, err)
-	}
-	for _, g := range groups {
-		if n, err := strconv.ParseUint(g, 10, 32); err == nil {
-			c.Groups = append(c.Groups, uint32(n))
-		}
-	}
-	return c, nil
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -337,8 +276,15 @@ func report(w io.Writer, clients []client, res []result, o options) {
 	}
 	row("first start to GUI RPC (s)", func(r result) float64 { return median(r.first).Seconds() }, "%.3f")
 	row("steady start to GUI RPC (s)", func(r result) float64 { return median(r.steady).Seconds() }, "%.3f")
-	for _, k := range []string{"VmRSS", "RssAnon", "RssFile"} {
-		row(fmt.Sprintf("idle %s after %s (MB)", k, o.idle), func(r result) float64 { return float64(r.rss[k]) / 1024 }, "%.1f")
+	for _, k := range []struct {
+		name string
+		kB   func(clientproc.RSS) int64
+	}{
+		{"VmRSS", func(r clientproc.RSS) int64 { return r.Total }},
+		{"RssAnon", func(r clientproc.RSS) int64 { return r.Anon }},
+		{"RssFile", func(r clientproc.RSS) int64 { return r.File }},
+	} {
+		row(fmt.Sprintf("idle %s after %s (MB)", k.name, o.idle), func(r result) float64 { return float64(k.kB(r.rss)) / 1024 }, "%.1f")
 	}
 	fmt.Fprintln(w)
 	first, steady := median(res[0].first), median(res[0].steady)
