@@ -82,3 +82,24 @@ const (
 	ErrAbortedOnExit   = -225
 	ErrAbortedViaGUI   = -197
 )
+
+// DockerType is the container engine kind, as <docker_type> carries it
+// in host_info (the C++ client's DOCKER_TYPE).
+type DockerType int
+
+// The container engine kinds.
+const (
+	DockerNone DockerType = 0
+	Docker     DockerType = 1
+	Podman     DockerType = 2
+)
+
+func (t DockerType) String() string {
+	switch t {
+	case Docker:
+		return "docker"
+	case Podman:
+		return "podman"
+	}
+	return "none"
+}

@@ -17,28 +17,19 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/boincd/boincd/boinc"
 )
 
-// Type is the engine kind as <docker_type> carries it (the C++ client's
-// DOCKER_TYPE: 1 docker, 2 podman; 0 none).
-type Type int
+// Type is the engine kind as <docker_type> carries it.
+type Type = boinc.DockerType
 
 // The engine kinds.
 const (
-	None   Type = 0
-	Docker Type = 1
-	Podman Type = 2
+	None   = boinc.DockerNone
+	Docker = boinc.Docker
+	Podman = boinc.Podman
 )
-
-func (t Type) String() string {
-	switch t {
-	case Docker:
-		return "docker"
-	case Podman:
-		return "podman"
-	}
-	return "none"
-}
 
 // Engine is a working container engine: the command to call and what it
 // reports about itself.

@@ -444,8 +444,8 @@ type HostInfo struct {
 	OSVersion      string    `json:"os_version"`
 	NUsableCoprocs int       `json:"n_usable_coprocs"`
 	Coprocs        []Coproc  `json:"coprocs,omitempty"`
-	// DockerVersion and DockerType are the container engine the client
-	// found for container apps (1 Docker, 2 podman); empty and 0: none.
+	// DockerVersion and DockerType (a boinc.DockerType) are the container
+	// engine the client found for container apps; empty and 0: none.
 	DockerVersion string `json:"docker_version,omitempty"`
 	DockerType    int    `json:"docker_type,omitempty"`
 }
