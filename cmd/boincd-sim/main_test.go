@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // scenario is one of the shipped examples, short enough for a test.
@@ -54,20 +55,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != tt.code {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout.String(), stderr.String())
-			}
-			for _, w := range tt.stdout {
-				if !strings.Contains(stdout.String(), w) {
-					t.Errorf("stdout lacks %q:\n%s", w, stdout.String())
-				}
-			}
-			for _, w := range tt.stderr {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
-				}
-			}
+			testsupport.CheckCommand(t, run, tt.args, tt.code, tt.stdout, tt.stderr)
 		})
 	}
 }

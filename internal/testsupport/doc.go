@@ -3,7 +3,8 @@
 // sink for the daemon's JSON log, a test project started and closed with
 // the test, a background runner stopped at the end of the test, polling
 // until a condition holds, and the accounts and directories a test needs
-// to run apps as another user.
+// to run apps as another user. It also runs a command's main for the
+// commands' table tests (CheckCommand).
 //
 // Its helpers take a testing.TB and fail or skip the test themselves, and
 // every server and goroutine one starts is ended by a cleanup of the
