@@ -161,6 +161,7 @@ func runDaemon(args []string, stderr io.Writer) int {
 		}
 		return os.Getenv(k)
 	}
+	defer tuneRuntime(os.Getenv)()
 	cfg, err := config.Load(cfgPath, f.configPath == "", getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "boincd:", err)

@@ -161,6 +161,7 @@ func serviceRunCmd(args []string, stderr io.Writer) int {
 			handlerFor = func(c config.Log) slog.Handler { return winsvc.NewEventHandler(el, logLevel(c)) }
 		}
 	}
+	defer tuneRuntime(os.Getenv)()
 	boot := slog.New(handlerFor(config.Log{}))
 	s := &winsvc.Service{
 		Logger: boot,

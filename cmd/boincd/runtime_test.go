@@ -1,0 +1,70 @@
+package main
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+	"time"
+)
+
+func TestGCPercentFor(t *testing.T) {
+	for _, tc := range []struct {
+		live uint64
+		want int
+	}{
+		{0, smallHeapGCPercent},
+		{900 << 10, smallHeapGCPercent},
+		{bigHeap - 1, smallHeapGCPercent},
+		{bigHeap, bigHeapGCPercent},
+		{100 << 20, bigHeapGCPercent},
+	} {
+		if got := gcPercentFor(tc.live); got != tc.want {
+			t.Errorf("gcPercentFor(%d) = %d, want %d", tc.live, got, tc.want)
+		}
+	}
+}
+
+// The tuner follows the live heap across collections, and GOGC in the
+// environment leaves the runtime's target alone.
+func TestTuneRuntimeFollowsHeap(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	rate := runtime.MemProfileRate
+	t.Cleanup(func() { debug.SetGCPercent(orig); runtime.MemProfileRate = rate })
+
+	stop := tuneRuntime(func(string) string { return "" })
+	defer stop()
+	if runtime.MemProfileRate != 0 {
+		t.Errorf("MemProfileRate = %d, want 0", runtime.MemProfileRate)
+	}
+	current := func() int { p := debug.SetGCPercent(-1); debug.SetGCPercent(p); return p }
+	waitFor := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			runtime.GC()
+			if current() == want {
+				return
+			}
+		}
+		t.Fatalf("GC percent %d, want %d", current(), want)
+	}
+	big := make([]byte, 3*bigHeap)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	waitFor(bigHeapGCPercent)
+	runtime.KeepAlive(big)
+	waitFor(smallHeapGCPercent)
+	stop()
+
+	debug.SetGCPercent(70)
+	defer tuneRuntime(func(k string) string {
+		if k == "GOGC" {
+			return "70"
+		}
+		return ""
+	})()
+	runtime.GC()
+	if p := current(); p != 70 {
+		t.Errorf("with GOGC set, GC percent %d, want 70", p)
+	}
+}
