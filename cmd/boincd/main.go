@@ -1,7 +1,6 @@
 // Command boincd is a BOINC-compatible volunteer-computing client daemon.
 //
 //	boincd [--dir DIR] [flags]        run the client (same as "boincd run")
-//	boincd demo                       run against a built-in demo project
 //	boincd probe [--json] [--benchmark]  print what the host probe finds
 //	boincd status                     show a running client
 //	boincd import BOINC_DIR           take over a C++ BOINC client's data directory
@@ -9,10 +8,11 @@
 //	boincd version
 //
 // It accepts the C++ client's flags where they overlap, so service units
-// and container images can swap the binary. The same executable is also
-// the demo science app: started under a name beginning with
-// "boincd_demoapp" it runs the demo app instead. The client emulator and
-// the policy study are a separate command, boincd-sim.
+// and container images can swap the binary. The demo (a built-in project
+// on loopback) is a separate command, boincd-demo, and so are the client
+// emulator and the policy study, boincd-sim: the daemon's binary is
+// resident in memory as a whole while it runs, so it carries only what
+// the daemon runs.
 package main
 
 import (
@@ -32,7 +32,6 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/daemon"
-	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/logjournal"
 )
 
@@ -41,9 +40,6 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if strings.HasPrefix(filepath.Base(args[0]), demoapp.BinaryPrefix) {
-		return demoapp.Main(args[1:])
-	}
 	sub, rest := "run", args[1:]
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
 		sub, rest = rest[0], rest[1:]
@@ -52,7 +48,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "run":
 		return runDaemon(rest, stderr)
 	case "demo":
-		return runDemo(rest, stdout, stderr)
+		// Moved, as "simulate": exit 2 so that scripts notice.
+		fmt.Fprintln(stderr, "boincd: \"demo\" moved to its own command: boincd-demo (go run ./cmd/boincd-demo)")
+		return 2
 	case "probe":
 		return runProbe(rest, stdout, stderr)
 	case "simulate", "sweep":
@@ -80,15 +78,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage:
   boincd [run] [--dir DIR] [--config FILE] [flags]   run the client
-  boincd demo [--tasks N] [--seconds S] [--dir DIR]  run against a built-in demo project
   boincd probe [--json] [--xml] [--benchmark] [--dir DIR]  show what the host probe finds
   boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--json] [--watch SECONDS]  show a running client
   boincd import BOINC_DIR [--dir DIR] [--config FILE] [--dry_run]  take over a C++ BOINC client's data directory
   boincd reset-state [--dir DIR]                     start fresh: move the state file aside (see --help)
   boincd service install|uninstall|start|stop|run [flags]  run as a Windows service (winsvc/README.md)
   boincd version
-Run "boincd run --help" for the daemon's flags. The client emulator and
-the policy study are boincd-sim (sim/README.md).
+Run "boincd run --help" for the daemon's flags. The demo is boincd-demo
+(go run ./cmd/boincd-demo); the client emulator and the policy study are
+boincd-sim (sim/README.md).
 `)
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/guirpc/client"
+	"github.com/boincd/boincd/internal/tty"
 )
 
 const statusHelp = `usage: boincd status [--host HOST[:PORT]] [--passwd P] [--dir DIR] [--config FILE] [--json] [--watch SECONDS]
@@ -255,7 +256,7 @@ func writeStatus(w io.Writer, o statusOpts, doc *statusDoc) error {
 func watchStatus(ctx context.Context, o statusOpts, stdout, stderr io.Writer) int {
 	s := &statusSession{opts: o, stderr: stderr}
 	defer s.close()
-	clearScreen := !o.asJSON && isTerminal(stdout)
+	clearScreen := !o.asJSON && tty.Is(stdout)
 	tick := time.NewTicker(o.watch)
 	defer tick.Stop()
 	for first := true; ; first = false {

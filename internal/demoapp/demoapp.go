@@ -5,7 +5,7 @@
 // checkpoints its position, resumes from the checkpoint after a restart,
 // reports progress and writes the final digest to its output.
 //
-// The boincd binary is a multi-call binary: it runs Main when the base
+// The boincd-demo binary is a multi-call binary: it runs Main when the base
 // name of argv[0] starts with BinaryPrefix (app versions are installed as
 // boincd_demoapp_<version>_<platform>).
 package demoapp

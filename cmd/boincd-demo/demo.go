@@ -19,13 +19,14 @@ import (
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/tty"
 )
 
 // runDemo starts the built-in demo project on loopback, attaches a daemon
 // to it and shows live progress until every task is computed, uploaded,
 // reported and acknowledged, or until Ctrl-C.
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("boincd demo", flag.ContinueOnError)
+	fs := flag.NewFlagSet("boincd-demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	tasks := fs.Int("tasks", 6, "number of tasks the demo project hands out")
 	seconds := fs.Int("seconds", 20, "CPU seconds of real work per task")
@@ -35,19 +36,19 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *tasks < 1 || *seconds < 1 {
-		fmt.Fprintln(stderr, "boincd demo: --tasks and --seconds must be at least 1")
+		fmt.Fprintln(stderr, "boincd-demo: --tasks and --seconds must be at least 1")
 		return 2
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		fmt.Fprintln(stderr, "boincd demo: cannot find my own executable:", err)
+		fmt.Fprintln(stderr, "boincd-demo: cannot find my own executable:", err)
 		return 1
 	}
 	dataDir := *dir
 	if dataDir == "" {
 		dataDir, err = os.MkdirTemp("", "boincd-demo-")
 		if err != nil {
-			fmt.Fprintln(stderr, "boincd demo:", err)
+			fmt.Fprintln(stderr, "boincd-demo:", err)
 			return 1
 		}
 		if !*keep {
@@ -56,12 +57,12 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	}
 	logPath := filepath.Join(dataDir, "boincd.log")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
-		fmt.Fprintln(stderr, "boincd demo:", err)
+		fmt.Fprintln(stderr, "boincd-demo:", err)
 		return 1
 	}
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		fmt.Fprintln(stderr, "boincd demo:", err)
+		fmt.Fprintln(stderr, "boincd-demo:", err)
 		return 1
 	}
 	defer logFile.Close()
@@ -94,7 +95,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		err = srv.Start()
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "boincd demo: cannot start the demo project:", err)
+		fmt.Fprintln(stderr, "boincd-demo: cannot start the demo project:", err)
 		return 1
 	}
 	defer srv.Close()
@@ -118,7 +119,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		BenchmarkDuration: 300 * time.Millisecond,
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "boincd demo:", err)
+		fmt.Fprintln(stderr, "boincd-demo:", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -126,8 +127,8 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
 
-	fmt.Fprintf(stdout, "boincd demo: project %s, %d tasks of ~%d CPU seconds, data in %s (log: %s)\n", srv.URL(), *tasks, *seconds, dataDir, logPath)
-	tty := isTerminal(stdout)
+	fmt.Fprintf(stdout, "boincd-demo: project %s, %d tasks of ~%d CPU seconds, data in %s (log: %s)\n", srv.URL(), *tasks, *seconds, dataDir, logPath)
+	onTTY := tty.Is(stdout)
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -146,7 +147,7 @@ loop:
 				continue
 			}
 			last = v
-			render(stdout, v, srv.Stats(), time.Since(start), tty)
+			render(stdout, v, srv.Stats(), time.Since(start), onTTY)
 		}
 	}
 	st := srv.Stats()
@@ -157,7 +158,7 @@ loop:
 	}
 	summary(stdout, last, st, *tasks, time.Since(start))
 	if runErr != nil && !errors.Is(runErr, daemon.ErrIdle) {
-		fmt.Fprintln(stderr, "boincd demo:", runErr)
+		fmt.Fprintln(stderr, "boincd-demo:", runErr)
 		return 1
 	}
 	return 0
@@ -224,13 +225,4 @@ func trim(s string, n int) string {
 		return s
 	}
 	return s[:n-1] + "…"
-}
-
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
