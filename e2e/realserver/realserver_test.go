@@ -279,12 +279,16 @@ func (s *server) runConfigClient(t *testing.T, tm *timings, port int, timeout ti
 		"env", "HOME="+dir, "USER="+clientUser, "LOGNAME="+clientUser,
 		s.boincd, "run", "--dir", dir, "--gui_rpc_port", strconv.Itoa(port))
 	// the harness environment, without BOINCD_* (boincd reads some: a
-	// stray BOINCD_PROJECT_URL would attach another project)
+	// stray BOINCD_PROJECT_URL would attach another project), but with
+	// the container opt-out: with HOME writable, podman works for the
+	// client user and its rootless pause process (catatonit) would
+	// outlive the suite
 	for _, kv := range s.env {
 		if !strings.HasPrefix(kv, "BOINCD_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, "BOINCD_DONT_USE_DOCKER=true")
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
