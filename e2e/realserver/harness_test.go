@@ -260,6 +260,7 @@ type server struct {
 	uid, gid int // clientUser
 
 	teardownOnce sync.Once
+	strays       []string // what teardown found still running under root
 }
 
 func (s *server) masterURL() string {
@@ -440,6 +441,10 @@ func (s *server) teardown(logf func(string, ...any), failed bool) {
 			logf("teardown.sh --purge failed (exit %d, %v):\n%s", rc, err, tail(logPath, 30))
 			failed = true
 		}
+		if s.strays = killStrays(s.root); len(s.strays) > 0 {
+			logf("processes started under %s outlived the suite; killed: %s", s.root, strings.Join(s.strays, "; "))
+			failed = true
+		}
 		if failed || os.Getenv(envKeep) == "1" {
 			// the unpacked server kit and the binary are big and rebuildable
 			_ = os.RemoveAll(filepath.Join(s.root, "boinc"))
@@ -451,6 +456,39 @@ func (s *server) teardown(logf func(string, ...any), failed bool) {
 			logf("removing %s: %v", s.root, err)
 		}
 	})
+}
+
+// killStrays kills what a client left behind under root: any process
+// whose HOME or working directory lies there (a rootless podman's pause
+// process, say, which no pid file names). It says what it killed.
+func killStrays(root string) []string {
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var killed []string
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(p))
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		under := func(dir string) bool { return dir == root || strings.HasPrefix(dir, root+"/") }
+		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		home := ""
+		if env, err := os.ReadFile(filepath.Join(p, "environ")); err == nil {
+			for _, kv := range bytes.Split(env, []byte{0}) {
+				if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
+					home = string(v)
+				}
+			}
+		}
+		if !under(cwd) && !under(home) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
+		if syscall.Kill(pid, syscall.SIGKILL) == nil {
+			killed = append(killed, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '})))
+		}
+	}
+	return killed
 }
 
 // ---------------------------------------------------------------- work

@@ -94,6 +94,9 @@ func TestRealServer(t *testing.T) {
 	emergency.mu.Unlock()
 	t.Cleanup(func() {
 		s.teardown(t.Logf, t.Failed())
+		if len(s.strays) > 0 {
+			t.Errorf("the suite left processes behind (killed): %s", strings.Join(s.strays, "; "))
+		}
 		emergency.mu.Lock()
 		emergency.teardown = nil
 		emergency.mu.Unlock()
