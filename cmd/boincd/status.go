@@ -21,6 +21,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/guirpc/client"
 	"github.com/boincd/boincd/internal/tty"
@@ -455,9 +456,11 @@ type containerDoc struct {
 // <docker_type>), else the reason the event log gives.
 func containerEngine(h client.HostInfo, logged string) containerDoc {
 	if h.DockerVersion != "" {
-		typ := "docker"
-		if h.DockerType == 2 {
-			typ = "podman"
+		// An engine whose kind is not said is Docker, as the C++ client
+		// reads it.
+		typ := boinc.Docker.String()
+		if h.DockerType == boinc.Podman {
+			typ = boinc.Podman.String()
 		}
 		return containerDoc{Type: typ, Version: h.DockerVersion}
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/boincd/boincd/boinc"
 )
 
 // Version is a BOINC version triple.
@@ -444,10 +446,10 @@ type HostInfo struct {
 	OSVersion      string    `json:"os_version"`
 	NUsableCoprocs int       `json:"n_usable_coprocs"`
 	Coprocs        []Coproc  `json:"coprocs,omitempty"`
-	// DockerVersion and DockerType (a boinc.DockerType) are the container
-	// engine the client found for container apps; empty and 0: none.
-	DockerVersion string `json:"docker_version,omitempty"`
-	DockerType    int    `json:"docker_type,omitempty"`
+	// DockerVersion and DockerType are the container engine the client
+	// found for container apps; empty and boinc.DockerNone: none.
+	DockerVersion string           `json:"docker_version,omitempty"`
+	DockerType    boinc.DockerType `json:"docker_type,omitempty"`
 }
 
 // App is a science application (attached to its project by GetState).

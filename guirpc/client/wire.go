@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/boincd/boincd/boinc"
 )
 
 // xmlBool accepts BOINC's two boolean forms: <flag/> (true) and
@@ -732,7 +734,7 @@ func (w *wireHostInfo) hostInfo() HostInfo {
 		NUsableCoprocs: int(w.NUsableCoprocs),
 		Coprocs:        w.Coprocs.list,
 		DockerVersion:  trim(w.DockerVersion),
-		DockerType:     int(w.DockerType),
+		DockerType:     boinc.DockerType(w.DockerType),
 	}
 }
 
