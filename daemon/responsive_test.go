@@ -50,3 +50,38 @@ func TestReportsFollowTaskEnd(t *testing.T) {
 	}
 	t.Logf("first two tasks reported and acknowledged %.1f s after start; %d RPCs", time.Since(start).Seconds(), st.RPCs)
 }
+
+// A task's end frees a CPU, but while its output is still uploading no
+// request goes to its project: as with the C++ client (actively_uploading),
+// the request that follows the upload asks for work and reports the
+// result at once, instead of one request for work seconds before another
+// for the report (seen against the real BOINC server, bench/fetchsizes).
+func TestWorkFetchWaitsForUpload(t *testing.T) {
+	srv := testsupport.StartProject(t, testproject.Config{
+		MaxJobsPerRPC: 2,
+		TotalJobs:     4,
+		RequestDelay:  time.Second,
+		Job:           testproject.JobTemplate{CommandLine: "--seconds 1", FpopsEst: 1e9},
+		Faults:        testproject.Faults{UploadDelay: 2 * time.Second},
+	})
+	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
+		o.PollInterval = 200 * time.Millisecond
+		o.WorkFetchInterval = 60 * time.Second
+		o.RPCBackoffMin = 60 * time.Second
+		o.FetchBackoffMin = 600 * time.Second
+		o.MaxReportDelay = time.Hour
+	})
+	testsupport.WaitFor(t, 20*time.Second, "a second scheduler request", func() bool { return srv.Stats().RPCs >= 2 })
+	st := srv.Stats()
+	if len(st.Sent) < 2 {
+		t.Fatalf("first request got %d jobs, want 2", len(st.Sent))
+	}
+	for _, name := range st.Sent[:2] {
+		if st.Reported[name] != 1 {
+			t.Errorf("%s reported %d times by the second request, want once: it went out while the upload ran", name, st.Reported[name])
+		}
+	}
+	if len(h.logs.Find("deferring work fetch; upload active")) == 0 {
+		t.Error("no \"deferring work fetch; upload active\" in the log")
+	}
+}

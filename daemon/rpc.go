@@ -99,6 +99,11 @@ func (d *Daemon) maybeRPC(now time.Time) {
 	d.lastFetchCheck = now
 	d.nextFetchCheck = now.Add(d.opt.WorkFetchInterval)
 	if p, req := d.chooseWork(now); p != nil && d.minimalWork(req).Project >= 0 {
+		if d.activelyUploading(p, now) {
+			// The upload's end brings the check back (handleXferDone).
+			d.projectLog(p).Debug("deferring work fetch; upload active")
+			return
+		}
 		req = d.minimalWork(req)
 		d.projectLog(p).Info("requesting work", slog.String("why", req.Reason))
 		d.startSchedulerRPC(p, boinc.RPCNeedWork, req, now)
@@ -130,11 +135,23 @@ func (d *Daemon) backoffEnded(now time.Time) bool {
 	return false
 }
 
-func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
+// activelyUploading: an upload of p's started less than uploadBusyWindow
+// ago is still running. As the C++ client (actively_uploading), neither
+// a report nor a work request goes to p meanwhile: the request that
+// follows the upload carries the result, instead of one request for the
+// work and another for the report seconds later.
+func (d *Daemon) activelyUploading(p *boinc.Project, now time.Time) bool {
 	for _, x := range d.xfers {
 		if x.project == p.MasterURL && x.upload && now.Sub(x.started) < uploadBusyWindow {
-			return false
+			return true
 		}
+	}
+	return false
+}
+
+func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
+	if d.activelyUploading(p, now) {
+		return false
 	}
 	cushion := max(reportDeadlineCushion, time.Duration(d.prefs.WorkBufMinDays*86400)*time.Second)
 	n := 0

@@ -322,6 +322,9 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 	}
 	f.Xfer.NumRetries++
 	if pc := d.counters(f.ProjectURL); ev.upload {
+		// A work request deferred for this upload need not wait for
+		// the retry (activelyUploading).
+		d.fetchSoon(now)
 		pc.upFailures++
 	} else {
 		pc.downFailures++

@@ -164,6 +164,11 @@ type Faults struct {
 	// a download is in progress. Not a counter: it applies to every input
 	// download that starts while it is set.
 	DownloadBytesPerSec int
+	// UploadDelay, when positive, holds every upload request that much
+	// before the handler answers it (the client's context ending
+	// releases it), so a test can act while an upload is in progress.
+	// Not a counter, as DownloadBytesPerSec.
+	UploadDelay time.Duration
 	// RewriteReply, when set, sees every scheduler reply about to be sent
 	// for a processed RPC (the jobs in it count as sent) and returns the
 	// body to send instead; rpc is the RPC's number (Stats.RPCs at the

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/boincd/boincd/boinc"
 )
@@ -146,6 +147,17 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.uploadRefused(w, uploadPermanent, name, err.Error())
 		return
+	}
+
+	s.mu.Lock()
+	delay := s.faults.UploadDelay
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
 	}
 
 	s.mu.Lock()
