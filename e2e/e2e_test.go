@@ -514,6 +514,8 @@ func TestBadConfigReloadKeepsRunning(t *testing.T) {
 	}
 }
 
+// The README's first command: the demo project, the daemon computing its
+// tasks, every result reported and acknowledged, nothing left behind.
 func TestDemoCommand(t *testing.T) {
 	t.Parallel()
 	goBin, err := exec.LookPath("go")
@@ -531,11 +533,11 @@ func TestDemoCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(tmp, "boincd")
-	build := exec.Command(goBin, "build", "-o", bin, "./cmd/boincd")
+	bin := filepath.Join(tmp, "boincd-demo")
+	build := exec.Command(goBin, "build", "-o", bin, "./cmd/boincd-demo")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/boincd: %v\n%s", err, out)
+		t.Fatalf("go build ./cmd/boincd-demo: %v\n%s", err, out)
 	}
 
 	// The demo's temporary data directory goes under demoTmp, so the
@@ -547,16 +549,16 @@ func TestDemoCommand(t *testing.T) {
 	t.Cleanup(func() { checkNoProcessesUnder(t, demoTmp) })
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "demo", "--tasks", "2", "--seconds", "2")
+	cmd := exec.CommandContext(ctx, bin, "--tasks", "2", "--seconds", "2")
 	cmd.Env = append(os.Environ(), "TMPDIR="+demoTmp)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		t.Fatalf("boincd demo did not finish within 120 s; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+		t.Fatalf("boincd-demo did not finish within 120 s; stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 	if err != nil {
-		t.Fatalf("boincd demo: %v; stdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("boincd-demo: %v; stdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "results reported and acknowledged by the project: 2") {
 		t.Errorf("the demo's summary lacks the two acknowledged results:\n%s", stdout.String())

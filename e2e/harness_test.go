@@ -68,9 +68,7 @@ type childOptions struct {
 func TestMain(m *testing.M) {
 	// The demo science app is this binary under a name starting with the
 	// demo app's prefix (the daemon runs the downloaded copy).
-	if strings.HasPrefix(filepath.Base(os.Args[0]), demoapp.BinaryPrefix) {
-		os.Exit(demoapp.Main(os.Args[1:]))
-	}
+	demoapp.RunIfInvoked()
 	if spec := os.Getenv(envChild); spec != "" {
 		os.Exit(runChild(spec))
 	}

@@ -2,8 +2,6 @@ package taskrunner
 
 import (
 	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/boincd/boincd/internal/demoapp"
@@ -13,8 +11,6 @@ import (
 // binary under a name starting with demoapp.BinaryPrefix, exactly as the
 // boincd multi-call binary dispatches.
 func TestMain(m *testing.M) {
-	if strings.HasPrefix(filepath.Base(os.Args[0]), demoapp.BinaryPrefix) {
-		os.Exit(demoapp.Main(os.Args[1:]))
-	}
+	demoapp.RunIfInvoked()
 	os.Exit(m.Run())
 }

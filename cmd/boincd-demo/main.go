@@ -15,19 +15,15 @@ package main
 import (
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/boincd/boincd/internal/demoapp"
 )
 
 func main() {
+	demoapp.RunIfInvoked()
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if strings.HasPrefix(filepath.Base(args[0]), demoapp.BinaryPrefix) {
-		return demoapp.Main(args[1:])
-	}
 	return runDemo(args[1:], stdout, stderr)
 }

@@ -32,6 +32,16 @@ import (
 // BinaryPrefix is the argv[0] base-name prefix that selects this app.
 const BinaryPrefix = "boincd_demoapp"
 
+// RunIfInvoked runs the app and exits when this executable was started
+// under the app's name (argv[0]'s base name begins with BinaryPrefix);
+// otherwise it returns at once. The multi-call boincd-demo binary and
+// the test binaries that install themselves as the app call it first.
+func RunIfInvoked() {
+	if strings.HasPrefix(filepath.Base(os.Args[0]), BinaryPrefix) {
+		os.Exit(Main(os.Args[1:]))
+	}
+}
+
 // Logical file names and the checkpoint file in the slot.
 const (
 	InputName      = "in"

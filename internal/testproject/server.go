@@ -1,7 +1,7 @@
 // Package testproject is a small BOINC project server: master page,
 // scheduler, download server and file upload handler, speaking the wire
 // protocol of the C++ BOINC 7.20 client (PROTOCOLS.md §1–§4). End-to-end
-// tests run boincd and the real client against it, and `boincd demo` uses
+// tests run boincd and the real client against it, and `boincd-demo` uses
 // it as a local project.
 //
 // It keeps everything in memory, hands out jobs made from one template with
