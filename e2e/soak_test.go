@@ -251,6 +251,11 @@ func (a *soakAccount) afterKill(t *testing.T, run int, dir string, d *daemonProc
 		a.persisted[r.Key()] = true
 	}
 	for _, p := range a.projects {
+		// A request the killed client had sent is still being handled:
+		// its reports count as before the kill.
+		if !p.Quiesce(5 * time.Second) {
+			t.Errorf("%s still handling requests 5 s after the kill", p.cfg.Name)
+		}
 		st := p.Stats()
 		for name, n := range st.Reported {
 			if k := p.URL() + "\x00" + name; n > 0 && inState[k] {

@@ -122,6 +122,7 @@ type Server struct {
 	httpSrv     *http.Server
 	serveDone   chan struct{}
 	active      sync.WaitGroup
+	handling    int           // requests in a handler now (Quiesce); under mu
 	done        chan struct{} // closed by Close: wakes hanging handlers
 	closeErr    error
 	closeCalled bool
@@ -215,10 +216,44 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		s.active.Add(1)
+		s.handling++
 		s.mu.Unlock()
-		defer s.active.Done()
+		defer func() {
+			s.mu.Lock()
+			s.handling--
+			s.mu.Unlock()
+			s.active.Done()
+		}()
 		s.mux.ServeHTTP(w, r)
 	})
+}
+
+// Quiesce waits until no request has been in a handler for 100 ms, or
+// timeout, and reports whether it got there. A client killed right after
+// sending a request leaves the server handling it: Stats read after
+// Quiesce include it.
+func (s *Server) Quiesce(timeout time.Duration) bool {
+	const settle = 100 * time.Millisecond
+	deadline := time.Now().Add(timeout)
+	var idleSince time.Time
+	for {
+		s.mu.Lock()
+		busy := s.handling > 0
+		s.mu.Unlock()
+		now := time.Now()
+		switch {
+		case busy:
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = now
+		case now.Sub(idleSince) >= settle:
+			return true
+		}
+		if now.After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // Start listens on a free port of 127.0.0.1.
