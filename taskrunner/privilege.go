@@ -99,7 +99,7 @@ func resolvePolicy(p AppPolicy, dataDir string, euid int) (*AppAccount, error) {
 		}
 		return nil, nil
 	}
-	acct, err := lookupAppUser(p.AppUser)
+	acct, err := LookupAccount(p.AppUser)
 	if err != nil {
 		return nil, fmt.Errorf("%w: app_user %q: %w", ErrAppUser, p.AppUser, err)
 	}

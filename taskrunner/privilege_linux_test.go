@@ -38,7 +38,7 @@ func appUserForTest(t *testing.T) *AppAccount {
 			}
 		})
 	}
-	acct, err := lookupAppUser(testAppUserName)
+	acct, err := LookupAccount(testAppUserName)
 	if err != nil {
 		t.Fatal(err)
 	}

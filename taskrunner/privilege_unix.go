@@ -19,7 +19,7 @@ import (
 
 // lookupAppUser resolves a user name (or numeric uid) from the system's
 // account database.
-func lookupAppUser(name string) (*AppAccount, error) {
+func LookupAccount(name string) (*AppAccount, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		var unknown user.UnknownUserError

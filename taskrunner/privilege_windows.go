@@ -13,7 +13,7 @@ import (
 // winsvc/README.md); switching accounts would need a stored password.
 var errNoAppUserOnWindows = errors.New("not supported on Windows: apps run as the service's account")
 
-func lookupAppUser(string) (*AppAccount, error) { return nil, errNoAppUserOnWindows }
+func LookupAccount(string) (*AppAccount, error) { return nil, errNoAppUserOnWindows }
 func canSwitchUser() error                      { return errNoAppUserOnWindows }
 func reachable(string, *AppAccount) error       { return errNoAppUserOnWindows }
 

@@ -2,10 +2,10 @@ package testsupport
 
 import (
 	"os"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"testing"
+
+	"github.com/boincd/boincd/taskrunner"
 )
 
 // Account is a local account a test runs apps as.
@@ -18,13 +18,11 @@ type Account struct {
 // when there is none.
 func LookupAccount(t testing.TB, name string) Account {
 	t.Helper()
-	u, err := user.Lookup(name)
+	a, err := taskrunner.LookupAccount(name)
 	if err != nil {
 		t.Skipf("no account %s: %v", name, err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return Account{Name: name, UID: uid, GID: gid}
+	return Account{Name: a.Name, UID: int(a.UID), GID: int(a.GID)}
 }
 
 // OpenUp makes dir and the directories above it, up to the temporary

@@ -16,12 +16,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/boincd/boincd/taskrunner"
 )
 
 // TempDir makes a temporary directory that other accounts may enter (a
@@ -79,13 +80,8 @@ func WaitPort(ctx context.Context, port int, timeout time.Duration) error {
 }
 
 // Account is the unprivileged account the clients run as, as the
-// packages run them.
-type Account struct {
-	Name     string
-	UID, GID int
-	Groups   []int // supplementary groups, the primary one included
-	Home     string
-}
+// packages run them: resolved as the daemon resolves app_user.
+type Account struct{ taskrunner.AppAccount }
 
 // RunAs is the account name when this process runs as root and name is
 // not empty, and nil otherwise (the clients run as this process).
@@ -93,41 +89,21 @@ func RunAs(name string) (*Account, error) {
 	if os.Geteuid() != 0 || name == "" {
 		return nil, nil
 	}
-	u, err := user.Lookup(name)
+	a, err := taskrunner.LookupAccount(name)
 	if err != nil {
 		return nil, fmt.Errorf("user %s: %w", name, err)
 	}
-	a := &Account{Name: name, Home: u.HomeDir}
-	if a.UID, err = strconv.Atoi(u.Uid); err != nil {
-		return nil, fmt.Errorf("user %s: uid: %w", name, err)
-	}
-	if a.GID, err = strconv.Atoi(u.Gid); err != nil {
-		return nil, fmt.Errorf("user %s: gid: %w", name, err)
-	}
-	groups, err := u.GroupIds()
-	if err != nil {
-		return nil, fmt.Errorf("user %s: groups: %w", name, err)
-	}
-	for _, g := range groups {
-		if n, err := strconv.Atoi(g); err == nil {
-			a.Groups = append(a.Groups, n)
-		}
-	}
-	return a, nil
+	return &Account{*a}, nil
 }
 
 // Setpriv is argv run as the account through setpriv (with its groups).
 func (a *Account) Setpriv(argv []string) []string {
-	return append([]string{"setpriv", "--reuid=" + strconv.Itoa(a.UID), "--regid=" + strconv.Itoa(a.GID), "--init-groups", "--"}, argv...)
+	return append([]string{"setpriv", "--reuid=" + strconv.FormatUint(uint64(a.UID), 10), "--regid=" + strconv.FormatUint(uint64(a.GID), 10), "--init-groups", "--"}, argv...)
 }
 
 // Credential is the account's credential for exec.Cmd's SysProcAttr.
 func (a *Account) Credential() *syscall.Credential {
-	c := &syscall.Credential{Uid: uint32(a.UID), Gid: uint32(a.GID)}
-	for _, g := range a.Groups {
-		c.Groups = append(c.Groups, uint32(g))
-	}
-	return c
+	return &syscall.Credential{Uid: a.UID, Gid: a.GID, Groups: a.Groups}
 }
 
 // Own gives the account dir and everything below it.
@@ -136,7 +112,7 @@ func (a *Account) Own(dir string) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, a.UID, a.GID)
+		return os.Lchown(p, int(a.UID), int(a.GID))
 	})
 }
 
