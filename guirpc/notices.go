@@ -97,13 +97,13 @@ func writeNotices(w *xw, list []Notice, after int64, refresh, public bool) {
 func writeNotice(w *xw, n *Notice) {
 	w.line("<notice>")
 	w.str("   ", "title", n.Title)
-	w.line("   <description>" + cdata("\n"+n.Description+"\n") + "</description>")
+	w.cdata("   ", "description", "\n", n.Description)
 	w.f("   ", "create_time", unix(n.CreateTime))
 	w.f("   ", "arrival_time", unix(n.ArrivalTime))
 	w.bool01("   ", "is_private", n.Private)
 	w.str("   ", "project_name", n.ProjectName)
 	w.str("   ", "category", n.Category)
-	w.line("   <link>" + cdata(n.Link) + "</link>")
+	w.cdata("   ", "link", "", n.Link)
 	w.int("   ", "seqno", n.Seqno)
 	w.line("</notice>")
 }

@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -370,6 +371,12 @@ type conn struct {
 	notices  noticeConn
 	client   string // the <name> given in exchange_versions (create_account's consent)
 
+	// w holds the reply being written, framed, and is reused for the
+	// next: a Manager polls the same few requests every second, and
+	// allocating each reply anew (with the copies a growing buffer makes)
+	// was most of what the collector had to reclaim.
+	w xw
+
 	// Guarded by s.mu.
 	class      connClass
 	lastActive time.Time
@@ -422,12 +429,11 @@ func (s *Server) serveConn(ctx context.Context, cc *conn) {
 		s.mu.Unlock()
 		reply, after, err := cc.handle(ctx, msg)
 		if reply != nil {
-			out := make([]byte, 0, len(reply)+64)
-			out = append(out, "<boinc_gui_rpc_reply>\n"...)
-			out = append(out, reply...)
-			out = append(out, "</boinc_gui_rpc_reply>\n\003"...)
+			out := cc.framed()
 			_ = c.SetWriteDeadline(time.Now().Add(writeT))
-			if _, werr := c.Write(out); werr != nil {
+			_, werr := c.Write(out)
+			cc.sent()
+			if werr != nil {
 				s.log.Debug("GUI RPC write failed", slog.String("peer", cc.peer), slog.Any("err", werr))
 				return
 			}
@@ -450,6 +456,9 @@ func (s *Server) note(kind, key, why string) {
 	s.mu.Unlock()
 }
 
+// readChunk is the most one read asks for.
+const readChunk = 4096
+
 // errTooLong is a request over MaxRequest bytes without its terminator.
 var errTooLong = fmt.Errorf("request longer than %d bytes without \\003", MaxRequest)
 
@@ -460,6 +469,10 @@ type msgReader struct {
 	buf   []byte    // received, not yet returned
 	scan  int       // buf[:scan] holds no \003
 	start time.Time // when buf's first byte arrived
+	// store is buf's backing array. The message next returned lives in
+	// it until next is called again, then its room is reused: a polling
+	// Manager's requests then cost no allocation.
+	store []byte
 }
 
 // next returns the next message without its \003. The connection may be
@@ -470,7 +483,12 @@ type msgReader struct {
 // (until the connection is closed under it). A message longer than MaxRequest is an error
 // as soon as that many bytes have arrived, as in the C++ server.
 func (m *msgReader) next(idle, whole time.Duration, hard time.Time) ([]byte, error) {
-	var chunk [4096]byte
+	// The previous message is done with: move what followed it to the
+	// front, or let a big request's room go.
+	if len(m.buf) == 0 && cap(m.store) > keepReply {
+		m.store = nil
+	}
+	m.buf = m.store[:copy(m.store[:cap(m.store)], m.buf)]
 	for {
 		if i := bytes.IndexByte(m.buf[m.scan:], 3); i >= 0 {
 			end := m.scan + i
@@ -499,11 +517,15 @@ func (m *msgReader) next(idle, whole time.Duration, hard time.Time) ([]byte, err
 			dl = hard
 		}
 		_ = m.c.SetReadDeadline(dl)
-		n, err := m.c.Read(chunk[:])
+		if cap(m.buf)-len(m.buf) < readChunk {
+			m.store = slices.Grow(m.buf, readChunk)
+			m.buf = m.store[:len(m.buf)]
+		}
+		n, err := m.c.Read(m.buf[len(m.buf) : len(m.buf)+readChunk])
 		if n > 0 && len(m.buf) == 0 {
 			m.start = time.Now()
 		}
-		m.buf = append(m.buf, chunk[:n]...)
+		m.buf = m.buf[:len(m.buf)+n]
 		if err != nil && n == 0 {
 			if errors.Is(err, io.EOF) && len(m.buf) > 0 {
 				return nil, fmt.Errorf("connection closed inside a request: %w", io.ErrUnexpectedEOF)
@@ -518,7 +540,7 @@ func (m *msgReader) next(idle, whole time.Duration, hard time.Time) ([]byte, err
 // the connection must then be closed.
 func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Context), error) {
 	s := cc.s
-	w := &xw{}
+	w := cc.replyWriter()
 	req, perr := parseRequest(msg)
 	if perr != nil {
 		if errors.Is(perr, errNoOp) {
@@ -526,7 +548,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		} else {
 			w.str("", "error", perr.Error())
 		}
-		return w.Bytes(), nil, nil
+		return cc.body(), nil, nil
 	}
 	switch {
 	case req.op == "auth1":
@@ -536,7 +558,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		cc.gotA1 = true
 		cc.nonce = strconv.FormatFloat(float64(time.Now().UnixMicro())/1e6, 'f', 6, 64)
 		w.str("", "nonce", cc.nonce)
-		return w.Bytes(), nil, nil
+		return cc.body(), nil, nil
 	case req.op == "auth2":
 		if (!cc.gotA1 || cc.gotA2) && !cc.authOK {
 			return nil, nil, errClose
@@ -549,7 +571,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 			wait, ok := s.reserveCheck(cc.key, time.Now(), brakeMax)
 			if !ok {
 				w.line("<unauthorized/>")
-				return w.Bytes(), nil, errClose
+				return cc.body(), nil, errClose
 			}
 			if wait > 0 {
 				t := time.NewTimer(wait)
@@ -571,7 +593,7 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		}
 		if !good {
 			w.line("<unauthorized/>")
-			return w.Bytes(), nil, errClose
+			return cc.body(), nil, errClose
 		}
 		if !cc.authOK {
 			cc.authOK = true
@@ -582,14 +604,14 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 			s.mu.Unlock()
 		}
 		w.line("<authorized/>")
-		return w.Bytes(), nil, nil
+		return cc.body(), nil, nil
 	case !cc.authOK && !cc.local && req.op != "get_auth_id":
 		w.line("<unauthorized/>")
 		if cc.sentUna {
-			return w.Bytes(), nil, errClose
+			return cc.body(), nil, errClose
 		}
 		cc.sentUna = true
-		return w.Bytes(), nil, nil
+		return cc.body(), nil, nil
 	}
 	h, ok := ops[req.op]
 	if !ok {
@@ -597,11 +619,11 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 		// debug, as a hostile peer can send any number of them.
 		s.log.Debug("GUI RPC: unrecognized op", slog.String("op", clip(req.op, 64)), slog.String("peer", cc.peer))
 		w.str("", "error", "unrecognized op: "+req.op)
-		return w.Bytes(), nil, nil
+		return cc.body(), nil, nil
 	}
 	if !cc.authOK && !h.noAuth {
 		w.line("<unauthorized/>")
-		return w.Bytes(), nil, nil
+		return cc.body(), nil, nil
 	}
 	req.notices = &cc.notices
 	if req.op == "exchange_versions" {
@@ -611,7 +633,44 @@ func (cc *conn) handle(ctx context.Context, msg []byte) ([]byte, func(context.Co
 	bctx, cancel := context.WithTimeout(ctx, backendTimeout)
 	defer cancel()
 	after := h.fn(bctx, s, req, w)
-	return w.Bytes(), after, nil
+	return cc.body(), after, nil
+}
+
+// The frame of every reply. handle writes the body between them in cc.w.
+const (
+	replyHead = "<boinc_gui_rpc_reply>\n"
+	replyTail = "</boinc_gui_rpc_reply>\n\003"
+)
+
+// keepReply is the largest reply buffer a connection keeps between
+// requests: an idle client's replies fit many times over, and a Manager
+// on a 10,000-task queue (an 11 MB get_state) does not pin that much per
+// connection.
+const keepReply = 256 << 10
+
+// replyWriter is cc.w emptied, with the reply's head written.
+func (cc *conn) replyWriter() *xw {
+	w := &cc.w
+	w.Reset()
+	w.WriteString(replyHead)
+	return w
+}
+
+// body is the reply's body as handle wrote it, valid until the next
+// request.
+func (cc *conn) body() []byte { return cc.w.Bytes()[len(replyHead):] }
+
+// framed closes the reply and returns it whole, ready to send.
+func (cc *conn) framed() []byte {
+	cc.w.WriteString(replyTail)
+	return cc.w.Bytes()
+}
+
+// sent lets a big reply's buffer go once it is written.
+func (cc *conn) sent() {
+	if cc.w.Cap() > keepReply {
+		cc.w.Buffer = bytes.Buffer{}
+	}
 }
 
 // clip shortens s to at most n bytes for a log line.

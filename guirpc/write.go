@@ -136,10 +136,29 @@ func escape(s string) string {
 	return b.String()
 }
 
-// cdata wraps s in CDATA sections, splitting any "]]>" inside it; bytes
-// that are not UTF-8 become U+FFFD as in escape.
-func cdata(s string) string {
-	return "<![CDATA[" + strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "]]>", "]]]]><![CDATA[>") + "]]>"
+// cdata writes <tag>, then pad, s and pad in CDATA sections, then
+// </tag>: any "]]>" inside s splits the section rather than ending it,
+// and bytes that are not UTF-8 become U+FFFD as in escape. It writes the
+// pieces rather than building the string, as get_messages writes one per
+// message.
+func (w *xw) cdata(indent, tag, pad, s string) {
+	w.open(indent, tag)
+	w.WriteString("<![CDATA[")
+	w.WriteString(pad)
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	for {
+		i := strings.Index(s, "]]>")
+		if i < 0 {
+			break
+		}
+		w.WriteString(s[:i])
+		w.WriteString("]]]]><![CDATA[>")
+		s = s[i+len("]]>"):]
+	}
+	w.WriteString(s)
+	w.WriteString(pad)
+	w.WriteString("]]>")
+	w.end(tag)
 }
 
 func writeVersion(w *xw) {
@@ -816,7 +835,7 @@ func writeMessages(w *xw, msgs []eventlog.Message) {
 		w.str(" ", "project", m.Project)
 		w.int(" ", "pri", int64(m.Priority))
 		w.int(" ", "seqno", m.Seqno)
-		w.line(" <body>" + cdata("\n"+m.Body+"\n") + "</body>")
+		w.cdata(" ", "body", "\n", m.Body)
 		w.int(" ", "time", m.Time.Unix())
 		w.line("</msg>")
 	}
