@@ -98,8 +98,9 @@ func TestSimulateLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out SimResult
 			Simulate(t0, tc.h, buf, tc.projects, tc.jobs, tc.prio, &out)
+			js := simJobs(&out)
 			for j, want := range tc.finish {
-				if got := out.scratch.jobs[j].finish; !near(got, want) {
+				if got := js[j].finish; !near(got, want) {
 					t.Errorf("job %d finishes at %v, want %v", j, got, want)
 				}
 			}
@@ -147,15 +148,16 @@ func TestSimulateLimitsRandom(t *testing.T) {
 		}
 		Simulate(t0, h, buf, projects, jobs, prio, &out)
 		// Sweep the simulated intervals: at every start, count what runs.
+		js := simJobs(&out)
 		for j := range jobs {
-			sj := out.scratch.jobs[j]
+			sj := js[j]
 			if sj.grp < 0 {
 				continue
 			}
 			at := sj.start
 			app, proj := 0, 0
 			for k := range jobs {
-				sk := out.scratch.jobs[k]
+				sk := js[k]
 				if sk.grp < 0 || !(sk.start <= at && at < sk.finish) {
 					continue
 				}
@@ -191,8 +193,9 @@ func TestSimulateLimitsRandom(t *testing.T) {
 			}
 		}
 		want := make([]float64, len(jobs))
+		js = simJobs(&out)
 		for j := range jobs {
-			want[j] = out.scratch.jobs[j].finish
+			want[j] = js[j].finish
 		}
 		// Limits that never bind take the full hand-out at every
 		// completion, and must give what the incremental paths give.
@@ -202,8 +205,9 @@ func TestSimulateLimitsRandom(t *testing.T) {
 			loose[j].App, loose[j].AppMax = 1, len(jobs)
 		}
 		Simulate(t0, h, buf, free, loose, prio, &out)
+		js = simJobs(&out)
 		for j := range jobs {
-			if got := out.scratch.jobs[j].finish; out.scratch.jobs[j].grp >= 0 && !near(got, want[j]) {
+			if got := js[j].finish; js[j].grp >= 0 && !near(got, want[j]) {
 				t.Fatalf("seed %d: job %d finishes at %v with a loose limit, %v without", seed, j, got, want[j])
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -78,8 +79,9 @@ func TestSimulateResources(t *testing.T) {
 // finishes returns each job's simulated finish time.
 func finishes(out *SimResult, n int) []float64 {
 	f := make([]float64, n)
+	js := simJobs(out)
 	for i := range f {
-		f[i] = out.scratch.jobs[i].finish
+		f[i] = js[i].finish
 	}
 	return f
 }
@@ -185,7 +187,7 @@ func TestSimulateDeadlines(t *testing.T) {
 	want := []bool{false, true, false, true}
 	for i, w := range want {
 		if out.MissesDeadline[i] != w {
-			t.Errorf("job %d misses = %v, want %v (finish %v)", i, out.MissesDeadline[i], w, out.scratch.jobs[i].finish)
+			t.Errorf("job %d misses = %v, want %v (finish %v)", i, out.MissesDeadline[i], w, simJobs(&out)[i].finish)
 		}
 	}
 	if out.Projects[0].DeadlinesMissed[CPU] != 1 || out.Projects[1].DeadlinesMissed[CPU] != 1 {
@@ -254,8 +256,9 @@ func TestSimulateIncrementalMatchesFull(t *testing.T) {
 		Simulate(t0, h, buf, projects, jobs, prio, &fast)
 		full.scratch = &simScratch{alwaysFull: true}
 		Simulate(t0, h, buf, projects, jobs, prio, &full)
+		fastJobs, fullJobs := simJobs(&fast), simJobs(&full)
 		for j := range jobs {
-			if a, b := fast.scratch.jobs[j].finish, full.scratch.jobs[j].finish; !near(a, b) {
+			if a, b := fastJobs[j].finish, fullJobs[j].finish; !near(a, b) {
 				t.Fatalf("seed %d: job %d (%+v) finishes at %v incrementally, %v in full", seed, j, jobs[j], a, b)
 			}
 		}
@@ -320,8 +323,9 @@ func simDigest(hsh hash.Hash64, out *SimResult, jobs []Job) {
 		w(rs.DeadlineMissedInstances)
 	}
 	fmt.Fprintf(hsh, "%v|%v|", out.Projects, out.MissesDeadline)
+	js := simJobs(out)
 	for j := range jobs {
-		if sj := out.scratch.jobs[j]; sj.grp >= 0 {
+		if sj := js[j]; sj.grp >= 0 {
 			w(sj.start)
 			w(sj.finish)
 		}
@@ -427,4 +431,16 @@ func TestSimulateLongQueueSorts(t *testing.T) {
 			t.Errorf("sort path %d: outputs differ", path)
 		}
 	}
+}
+
+// simJobs is each input job's simulation record, with its start and
+// finish (the simulation keeps them only in EDF order).
+func simJobs(out *SimResult) []sjob {
+	s := out.scratch
+	js := slices.Clone(s.jobs)
+	for k := range s.edf {
+		e := &s.edf[k]
+		js[e.orig].start, js[e.orig].finish = e.start, e.finish
+	}
+	return js
 }
