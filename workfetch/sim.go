@@ -88,21 +88,28 @@ func sortKey(dl float64, idx int) uint64 {
 	return uint64(q)<<keyIdxBits | uint64(idx)
 }
 
-// sjob is the simulation's state of one job.
+// sjob is the simulation's state of one job. It is one cache line (64
+// bytes): copying long queues into EDF order is a random access per
+// job, and the event loop touches little else. A job's finish is not
+// kept: after its last start it is start + dur. Concurrency limits,
+// which few queues have, are kept apart (jobLimit).
 type sjob struct {
-	dur    float64 // wall seconds of running left (Remaining / availability)
-	full   float64 // the same at now, for the busy-time estimator
-	start  float64 // when it was last started in the simulation
-	finish float64 // when it finishes if it keeps running
-	dl     float64 // deadline − Min(), relative to now
-	usage  float64 // instances of its resource
-	ncpu   float64 // CPUs a GPU job also uses (0 for CPU jobs)
-	grp    int32   // (project, resource) group, -1 when not simulated
-	next   int32   // EDF list of its group's unfinished jobs (in s.edf)
-	prev   int32
-	orig   int32 // its index in the input (in s.edf)
-	app    int32 // max_concurrent group (Job.App), 0 when not limited
-	amax   int32 // its limit
+	dur   float64 // wall seconds of running left (Remaining / availability)
+	full  float64 // the same at now, for the busy-time estimator
+	start float64 // when it was last started in the simulation
+	dl    float64 // deadline − Min(), relative to now
+	usage float64 // instances of its resource
+	ncpu  float64 // CPUs a GPU job also uses (0 for CPU jobs)
+	grp   int32   // (project, resource) group, -1 when not simulated
+	next  int32   // EDF list of its group's unfinished jobs (in s.edf)
+	prev  int32
+	orig  int32 // its index in the input (in s.edf)
+}
+
+// jobLimit is a job's max_concurrent group (Job.App; 0 when not
+// limited) and that group's limit.
+type jobLimit struct {
+	app, amax int32
 }
 
 // running is a running job in a resource's heap of them: its finish
@@ -140,7 +147,9 @@ type simScratch struct {
 	// long queues copying them back costs a cache miss per job.
 	jobs []sjob
 	edf  []sjob
-	keys []uint64
+	// With limits (limited), each job's, per input job and in edf order.
+	lim, elim []jobLimit
+	keys      []uint64
 	// The radix sort's other buffer and its digits' histograms.
 	keys2 []uint64
 	hist  [maxPasses][1 << maxDigit]int32
@@ -391,9 +400,11 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		}
 		rem = min(rem, maxSimSeconds)
 		sj.usage, sj.ncpu = u, nc
-		sj.app, sj.amax = 0, 0
-		if s.limited && jb.AppMax > 0 && jb.App > 0 && jb.App < len(s.appCnt) {
-			sj.app, sj.amax = int32(jb.App), int32(min(jb.AppMax, math.MaxInt32))
+		if s.limited {
+			s.lim[j] = jobLimit{}
+			if jb.AppMax > 0 && jb.App > 0 && jb.App < len(s.appCnt) {
+				s.lim[j] = jobLimit{int32(jb.App), int32(min(jb.AppMax, math.MaxInt32))}
+			}
 		}
 		sj.dur = rem / rate
 		sj.full = sj.dur
@@ -453,6 +464,12 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			}
 		}
 		edf[0].prev, edf[len(edf)-1].next = -1, -1
+	}
+	if s.limited {
+		s.elim = grow(s.elim, n)
+		for k := range s.edf {
+			s.elim[k] = s.lim[s.edf[k].orig]
+		}
 	}
 
 	// Hand out everything at now.
@@ -847,8 +864,7 @@ func (s *simScratch) startJob(r Rsc, j int32, t float64, replace bool) {
 	}
 	sj := &s.edf[j]
 	sj.start = t
-	sj.finish = t + sj.dur
-	x := running{finish: sj.finish, orig: sj.orig, j: j}
+	x := running{finish: t + sj.dur, orig: sj.orig, j: j}
 	if replace {
 		replaceMinRunning(s.active[r][:s.apad[r]], x)
 		return
@@ -1023,6 +1039,7 @@ func (s *simScratch) setupLimits(projects []Project, jobs []Job) {
 		return
 	}
 	s.appCnt = grow(s.appCnt, napp+1)
+	s.lim = grow(s.lim, J)
 	s.projCnt = grow(s.projCnt, P)
 	s.deferred = grow(s.deferred, P)
 	clear(s.appCnt)
@@ -1033,21 +1050,19 @@ func (s *simScratch) setupLimits(projects []Project, jobs []Job) {
 // atLimit reports whether job j's app or project has its limit of jobs
 // running (max_concurrent_exceeded).
 func (s *simScratch) atLimit(j int32) bool {
-	sj := &s.edf[j]
-	if sj.app > 0 && s.appCnt[sj.app] >= sj.amax {
+	if l := s.elim[j]; l.app > 0 && s.appCnt[l.app] >= l.amax {
 		return true
 	}
-	pi := sj.grp / NumRsc
+	pi := s.edf[j].grp / NumRsc
 	return s.pmax[pi] > 0 && s.projCnt[pi] >= s.pmax[pi]
 }
 
 // count adds d to job j's app and project running counts.
 func (s *simScratch) count(j int32, d int32) {
-	sj := &s.edf[j]
-	if sj.app > 0 {
-		s.appCnt[sj.app] += d
+	if a := s.elim[j].app; a > 0 {
+		s.appCnt[a] += d
 	}
-	s.projCnt[sj.grp/NumRsc] += d
+	s.projCnt[s.edf[j].grp/NumRsc] += d
 }
 
 func (s *simScratch) prioOf(pi int) float64 {

@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 )
@@ -433,14 +432,25 @@ func TestSimulateLongQueueSorts(t *testing.T) {
 	}
 }
 
+// simJob is a job's simulation record with its simulated finish.
+type simJob struct {
+	sjob
+	finish float64
+}
+
 // simJobs is each input job's simulation record, with its start and
-// finish (the simulation keeps them only in EDF order).
-func simJobs(out *SimResult) []sjob {
+// finish (the simulation keeps them only in EDF order, and the finish
+// as start + dur).
+func simJobs(out *SimResult) []simJob {
 	s := out.scratch
-	js := slices.Clone(s.jobs)
+	js := make([]simJob, len(s.jobs))
+	for j := range js {
+		js[j].sjob = s.jobs[j]
+	}
 	for k := range s.edf {
 		e := &s.edf[k]
-		js[e.orig].start, js[e.orig].finish = e.start, e.finish
+		js[e.orig].sjob = *e
+		js[e.orig].finish = e.start + e.dur
 	}
 	return js
 }
