@@ -467,6 +467,10 @@ func (s *Scheduler) classify() {
 	s.off = resize(s.off, nb+1)
 	s.n = resize(s.n, nb)
 	clear(s.n)
+	// Round-robin candidates per resource: the buckets of a resource
+	// without any (often all GPU types, with many projects) are skipped
+	// below; their offsets are never read.
+	var nrr [workfetch.NumRsc]int32
 	for i := range tasks {
 		if s.kind[i] == kInvalid {
 			continue
@@ -484,16 +488,24 @@ func (s *Scheduler) classify() {
 			s.keep[t.Rsc] = append(s.keep[t.Rsc], s.cand(i))
 		default:
 			s.n[int(t.Rsc)*s.nproj+t.Project]++
+			nrr[t.Rsc]++
 		}
 	}
 	var o int32
-	for b := range nb {
-		s.off[b] = o
-		o += s.n[b]
+	for r, c := range nrr {
+		if c == 0 {
+			continue
+		}
+		bs := s.n[r*s.nproj : (r+1)*s.nproj]
+		offs := s.off[r*s.nproj : (r+1)*s.nproj]
+		for b, c := range bs {
+			offs[b] = o
+			o += c
+		}
+		clear(bs)
 	}
 	s.off[nb] = o
 	s.rr = resize(s.rr, int(o))
-	clear(s.n)
 	// Pass 3: fill the buckets.
 	for i := range tasks {
 		if s.kind[i] != kRR {
@@ -504,9 +516,14 @@ func (s *Scheduler) classify() {
 		s.rr[s.off[b]+s.n[b]] = s.cand(i)
 		s.n[b]++
 	}
-	for b := range nb {
-		if s.n[b] > 1 { // a heap of one is one already
-			heapify(s.rr[s.off[b]:s.off[b]+s.n[b]], true)
+	for r, c := range nrr {
+		if c < 2 {
+			continue // a heap of one is one already
+		}
+		for b := r * s.nproj; b < (r+1)*s.nproj; b++ {
+			if s.n[b] > 1 {
+				heapify(s.rr[s.off[b]:s.off[b]+s.n[b]], true)
+			}
 		}
 	}
 	for r := range s.edf {
@@ -745,6 +762,10 @@ const edfPrefix = 32
 // tasks come out in the same order as from a heap of all of them.
 func (s *Scheduler) prepEDF(r int) {
 	h := s.edf[r]
+	if len(h) == 0 {
+		s.edfHead[r], s.edfSorted[r], s.edfHeaped[r] = 0, 0, false
+		return
+	}
 	k := min(len(h), edfPrefix)
 	if len(h) > k {
 		top := h[:k]
