@@ -1179,7 +1179,12 @@ func newUnixTime(t time.Time) unixTime {
 // case, u without a monotonic reading, is inlined.
 func (u *unixTime) secondsTo(t time.Time) float64 {
 	if d := t.Unix() - u.sec; u.ok && !u.mono && uint64(d+secLim) < 2*secLim {
-		return time.Duration(d*1e9 + int64(t.Nanosecond()) - u.nsec).Seconds()
+		if ns := int64(t.Nanosecond()) - u.nsec; ns != 0 {
+			return time.Duration(d*1e9 + ns).Seconds()
+		}
+		// Whole seconds apart (deadlines usually are): Seconds() would
+		// give float64(d) + 0/1e9, the same without the divisions.
+		return float64(d)
 	}
 	return u.secondsToSlow(t)
 }
