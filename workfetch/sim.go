@@ -161,7 +161,6 @@ type simScratch struct {
 	uniform []bool  // all jobs of the group use the same instances
 
 	pused []float64 // instances handed out in the current hand-out
-	peff  []float64 // effective priority of the group's next job
 
 	// Per project:
 	tier  []int8    // 1 with a positive share, 0 for backup projects
@@ -169,7 +168,7 @@ type simScratch struct {
 
 	// Per resource: the hand-out's heap of groups still holding jobs that
 	// are not running, left as the last hand-out ended so it can go on.
-	ph [NumRsc][]int32
+	ph [NumRsc][]handEntry
 
 	// Per resource: running jobs, a min-heap (runBefore). Beyond its
 	// length, up to apad (a full binary tree, 2^k − 1), lie sentinels
@@ -330,7 +329,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	clear(s.gstart)
 	s.head, s.pick, s.uniform = grow(s.head, G), grow(s.pick, G), grow(s.uniform, G)
 	s.tier, s.sfrac = grow(s.tier, P), grow(s.sfrac, P)
-	s.pused, s.peff = grow(s.pused, G), grow(s.peff, G)
+	s.pused = grow(s.pused, G)
 	s.prio, s.nproj = prio, P
 	s.setupLimits(projects, jobs)
 
@@ -949,12 +948,11 @@ func (s *simScratch) assign(r Rsc, t float64) {
 		s.pick[g] = s.head[g]
 		if s.head[g] >= 0 {
 			s.pused[g] = 0
-			s.peff[g] = s.prioOf(pi)
-			ph = append(ph, int32(g))
+			ph = append(ph, handEntry{peff: s.prioOf(pi), g: int32(g), tier: s.tier[pi]})
 		}
 	}
 	for i := len(ph)/2 - 1; i >= 0; i-- {
-		s.siftDownProj(ph, i)
+		siftDownProj(ph, i)
 	}
 	s.ph[r] = ph
 	s.carryOn(r, t)
@@ -966,7 +964,7 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 	ph := s.ph[r]
 	limit := s.n[r] - 1e-9
 	for len(ph) > 0 && s.nused[r] < limit {
-		g := ph[0]
+		g := ph[0].g
 		j := s.pick[g]
 		if j < 0 {
 			// Its jobs all started since (they replaced finished ones).
@@ -974,7 +972,7 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 			ph[0] = ph[last]
 			ph = ph[:last]
 			if len(ph) > 0 {
-				s.siftDownProj(ph, 0)
+				siftDownProj(ph, 0)
 			}
 			continue
 		}
@@ -989,7 +987,7 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 				ph[0] = ph[last]
 				ph = ph[:last]
 				if len(ph) > 0 {
-					s.siftDownProj(ph, 0)
+					siftDownProj(ph, 0)
 				}
 			}
 			continue
@@ -1007,10 +1005,10 @@ func (s *simScratch) carryOn(r Rsc, t float64) {
 			ph = ph[:last]
 		} else {
 			pi := int(g) / NumRsc
-			s.peff[g] = s.prioOf(pi) - s.c[r]*s.pused[g]/s.sfrac[pi]
+			ph[0].peff = s.prioOf(pi) - s.c[r]*s.pused[g]/s.sfrac[pi]
 		}
 		if len(ph) > 0 {
-			s.siftDownProj(ph, 0)
+			siftDownProj(ph, 0)
 		}
 	}
 	s.ph[r] = ph
@@ -1074,29 +1072,38 @@ func (s *simScratch) prioOf(pi int) float64 {
 	return 0
 }
 
-// projBefore orders the hand-out heap of groups (of one resource):
-// positive share first, then higher effective priority, then lower index.
-func (s *simScratch) projBefore(a, b int32) bool {
-	if ta, tb := s.tier[a/NumRsc], s.tier[b/NumRsc]; ta != tb {
-		return ta > tb
-	}
-	if s.peff[a] != s.peff[b] {
-		return s.peff[a] > s.peff[b]
-	}
-	return a < b
+// handEntry is a group in a hand-out heap, with the keys it is ordered
+// by next to it: the heap is sifted at every start and comparisons
+// should not chase into per-group and per-project arrays.
+type handEntry struct {
+	peff float64 // effective priority of the group's next job
+	g    int32
+	tier int8 // its project's (see simScratch.tier)
 }
 
-func (s *simScratch) siftDownProj(h []int32, i int) {
+// projBefore orders the hand-out heap of groups (of one resource):
+// positive share first, then higher effective priority, then lower index.
+func projBefore(a, b *handEntry) bool {
+	if a.tier != b.tier {
+		return a.tier > b.tier
+	}
+	if a.peff != b.peff {
+		return a.peff > b.peff
+	}
+	return a.g < b.g
+}
+
+func siftDownProj(h []handEntry, i int) {
 	for {
 		l := 2*i + 1
 		if l >= len(h) {
 			return
 		}
 		m := l
-		if r := l + 1; r < len(h) && s.projBefore(h[r], h[l]) {
+		if r := l + 1; r < len(h) && projBefore(&h[r], &h[l]) {
 			m = r
 		}
-		if !s.projBefore(h[m], h[i]) {
+		if !projBefore(&h[m], &h[i]) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]
