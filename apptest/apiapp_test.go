@@ -132,7 +132,7 @@ func TestSuspendResume(t *testing.T) {
 		t.Fatalf("suspended app used %.2f s CPU over 2 s", used)
 	}
 	st := mustProcStat(t, pid)
-	if st.state == 'T' {
+	if st.State == 'T' {
 		t.Errorf("API app was SIGSTOPped (state T); BOINC-API apps are suspended by message")
 	}
 	if tv, _ := h.task(); !tv.Suspended || tv.Running {

@@ -3,12 +3,10 @@ package apptest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -222,49 +220,14 @@ func waitReported(t *testing.T, srv *testproject.Server, limit time.Duration) (s
 	return name, st.ReportedResults[name], st
 }
 
-// clockTicks is USER_HZ, the unit of the CPU times in /proc/PID/stat. It
-// is 100 on every Linux architecture Go supports.
-const clockTicks = 100
-
-// procStat is what a test needs from /proc/PID/stat.
-type procStat struct {
-	state byte    // R, S, D, T, Z, …
-	pgrp  int     // process group
-	cpu   float64 // utime + stime, seconds, all threads
-}
-
 // readProcStat reads /proc/PID/stat; ok is false once the process is
 // gone.
-func readProcStat(pid int) (procStat, bool, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if errors.Is(err, os.ErrNotExist) {
-		return procStat{}, false, nil
-	}
-	if err != nil {
-		return procStat{}, false, fmt.Errorf("read /proc/%d/stat: %w", pid, err)
-	}
-	// The command name is in parentheses and may contain anything; the
-	// fields after the last ')' are fixed.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, false, fmt.Errorf("/proc/%d/stat: no ')' in %q", pid, b)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
-	if len(f) < 13 {
-		return procStat{}, false, fmt.Errorf("/proc/%d/stat: %d fields after the name", pid, len(f))
-	}
-	pgrp, err1 := strconv.Atoi(f[2])
-	ut, err2 := strconv.ParseUint(f[11], 10, 64)
-	st, err3 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return procStat{}, false, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return procStat{state: f[0][0], pgrp: pgrp, cpu: float64(ut+st) / clockTicks}, true, nil
+func readProcStat(pid int) (testsupport.ProcStat, bool, error) {
+	return testsupport.Proc(pid).Stat()
 }
 
 // mustProcStat is readProcStat failing the test when the process is gone.
-func mustProcStat(t *testing.T, pid int) procStat {
+func mustProcStat(t *testing.T, pid int) testsupport.ProcStat {
 	t.Helper()
 	s, ok, err := readProcStat(pid)
 	if err != nil {
@@ -277,23 +240,15 @@ func mustProcStat(t *testing.T, pid int) procStat {
 }
 
 // processGroup lists the live (non-zombie) processes of group pgid.
-func processGroup(t *testing.T, pgid int) map[int]procStat {
+func processGroup(t *testing.T, pgid int) map[int]testsupport.ProcStat {
 	t.Helper()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatalf("read /proc: %v", err)
-	}
-	out := map[int]procStat{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	out := map[int]testsupport.ProcStat{}
+	for p := range testsupport.Processes() {
+		s, ok, err := p.Stat()
+		if err != nil || !ok || s.PGRP != pgid || s.State == 'Z' {
 			continue
 		}
-		s, ok, err := readProcStat(pid)
-		if err != nil || !ok || s.pgrp != pgid || s.state == 'Z' {
-			continue
-		}
-		out[pid] = s
+		out[int(p)] = s
 	}
 	return out
 }
@@ -301,7 +256,7 @@ func processGroup(t *testing.T, pgid int) map[int]procStat {
 // cpuOver measures how much CPU time pid uses over d.
 func cpuOver(t *testing.T, pid int, d time.Duration) float64 {
 	t.Helper()
-	before := mustProcStat(t, pid).cpu
+	before := mustProcStat(t, pid).CPU
 	time.Sleep(d)
-	return mustProcStat(t, pid).cpu - before
+	return mustProcStat(t, pid).CPU - before
 }

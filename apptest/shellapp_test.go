@@ -40,7 +40,7 @@ func TestPlainAppSignals(t *testing.T) {
 				return false
 			}
 			for _, s := range g {
-				if (s.state == 'T') != want {
+				if (s.State == 'T') != want {
 					return false
 				}
 			}
@@ -49,8 +49,8 @@ func TestPlainAppSignals(t *testing.T) {
 	}
 	resultOp(t, gui, "suspend_result", tv.Project, tv.Name)
 	waitFor(t, 2*time.Second, "every process of the group to be stopped (state T)", allInState(true))
-	if s := mustProcStat(t, pid); s.state != 'T' {
-		t.Fatalf("script state %c after suspend, want T", s.state)
+	if s := mustProcStat(t, pid); s.State != 'T' {
+		t.Fatalf("script state %c after suspend, want T", s.State)
 	}
 
 	resultOp(t, gui, "resume_result", tv.Project, tv.Name)

@@ -233,19 +233,12 @@ func buildHelloImage(t *testing.T, root, home string) error {
 // that run as uid.
 func pauseProcesses(uid int) map[int]bool {
 	out := map[int]bool{}
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for p := range testsupport.Processes() {
+		if p.Comm() != "catatonit" {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "catatonit" {
-			continue
-		}
-		var st syscall.Stat_t
-		if syscall.Stat(filepath.Join("/proc", e.Name()), &st) == nil && int(st.Uid) == uid {
-			out[pid] = true
+		if u, ok := p.UID(); ok && u == uid {
+			out[int(p)] = true
 		}
 	}
 	return out

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/workfetch"
 )
 
@@ -157,16 +158,14 @@ func TestAppConfigCmdlineAndReport(t *testing.T) {
 func cppDataDir(t *testing.T, c *boinccmdClient) string {
 	t.Helper()
 	port := c.addr[strings.LastIndexByte(c.addr, ':')+1:]
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
+	if _, err := os.Stat("/proc"); err != nil {
 		t.Skip("no /proc: cannot find the C++ client's data directory")
 	}
-	for _, e := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(string(b), "\x00--gui_rpc_port\x00"+port+"\x00") {
+	for p := range testsupport.Processes() {
+		if !strings.Contains(strings.Join(p.Cmdline(), "\x00")+"\x00", "\x00--gui_rpc_port\x00"+port+"\x00") {
 			continue
 		}
-		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil {
+		if cwd := p.Cwd(); cwd != "" {
 			return cwd
 		}
 	}

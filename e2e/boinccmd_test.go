@@ -20,6 +20,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // The tests in this file drive a real daemon with the real C++ boinccmd
@@ -168,17 +169,15 @@ func stopped(block string) (isStopped, ok bool) {
 	if pid == "" || pid == "0" {
 		return false, false
 	}
-	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	n, err := strconv.Atoi(pid)
 	if err != nil {
 		return false, false
 	}
-	// "pid (comm) state ...": comm may hold spaces and ')'.
-	i := strings.LastIndexByte(string(b), ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) == 0 {
+	st, ok, err := testsupport.Proc(n).Stat()
+	if err != nil || !ok {
 		return false, false
 	}
-	return f[0] == "T", true
+	return st.State == 'T', true
 }
 
 // runsAsShown says whether the task's process state agrees with its

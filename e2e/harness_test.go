@@ -27,6 +27,7 @@ import (
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // envChild carries the JSON childOptions of a daemon child process; its
@@ -451,23 +452,9 @@ func newDataDir(t *testing.T) string {
 // below root (Linux /proc; empty elsewhere).
 func processesUnder(root string) map[int]string {
 	out := map[int]string{}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return out
-	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
-		if err != nil {
-			continue
-		}
-		cwd = strings.TrimSuffix(cwd, " (deleted)")
-		if cwd == root || strings.HasPrefix(cwd, root+string(filepath.Separator)) {
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			out[pid] = cwd + ": " + strings.ReplaceAll(string(bytes.TrimRight(cmdline, "\x00")), "\x00", " ")
+	for p := range testsupport.Processes() {
+		if cwd := p.Cwd(); testsupport.Under(cwd, root) {
+			out[int(p)] = cwd + ": " + strings.Join(p.Cmdline(), " ")
 		}
 	}
 	return out
@@ -475,17 +462,11 @@ func processesUnder(root string) map[int]string {
 
 // processGroup reads a process's group id from /proc/PID/stat.
 func processGroup(pid int) (int, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, err
+	st, ok, err := testsupport.Proc(pid).Stat()
+	if err == nil && !ok {
+		err = fmt.Errorf("process %d: %w", pid, os.ErrNotExist)
 	}
-	// "pid (comm) state ppid pgrp ...": comm may hold spaces and ')'.
-	i := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[i+1:]))
-	if i < 0 || len(f) < 3 {
-		return 0, fmt.Errorf("/proc/%d/stat: unexpected format %q", pid, b)
-	}
-	return strconv.Atoi(f[2])
+	return st.PGRP, err
 }
 
 // strangersIn lists the processes working in dir that are not in process

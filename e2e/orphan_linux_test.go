@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // sleeperScript is a wrapper-style plain app: its work runs in a
@@ -18,39 +18,17 @@ import (
 const sleeperScript = "#!/bin/sh\nsleep 240 &\necho $! > child.pid\nwait\n"
 
 // alive: the process exists and is not a zombie.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
-}
+func alive(pid int) bool { return testsupport.Proc(pid).Alive() }
 
 // reaperOf finds the task reaper a daemon process started (its child
 // running with the reaper argument); 0 if none.
 func reaperOf(daemonPID int) int {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for p := range testsupport.Processes() {
+		if !strings.Contains(strings.Join(p.Cmdline(), " "), "boincd-task-reaper") {
 			continue
 		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte("boincd-task-reaper")) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(daemonPID) {
-			return pid
+		if st, ok, err := p.Stat(); err == nil && ok && st.PPID == daemonPID {
+			return int(p)
 		}
 	}
 	return 0

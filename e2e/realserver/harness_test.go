@@ -23,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 const (
@@ -462,30 +464,18 @@ func (s *server) teardown(logf func(string, ...any), failed bool) {
 // whose HOME or working directory lies there (a rootless podman's pause
 // process, say, which no pid file names). It says what it killed.
 func killStrays(root string) []string {
-	procs, _ := filepath.Glob("/proc/[0-9]*")
 	var killed []string
-	for _, p := range procs {
-		pid, err := strconv.Atoi(filepath.Base(p))
-		if err != nil || pid == os.Getpid() {
+	for p := range testsupport.Processes() {
+		if int(p) == os.Getpid() {
 			continue
 		}
-		under := func(dir string) bool { return dir == root || strings.HasPrefix(dir, root+"/") }
-		cwd, _ := os.Readlink(filepath.Join(p, "cwd"))
-		cwd = strings.TrimSuffix(cwd, " (deleted)")
-		home := ""
-		if env, err := os.ReadFile(filepath.Join(p, "environ")); err == nil {
-			for _, kv := range bytes.Split(env, []byte{0}) {
-				if v, ok := bytes.CutPrefix(kv, []byte("HOME=")); ok {
-					home = string(v)
-				}
-			}
-		}
-		if !under(cwd) && !under(home) {
+		home, _ := p.Env("HOME")
+		if !testsupport.Under(p.Cwd(), root) && !testsupport.Under(home, root) {
 			continue
 		}
-		cmdline, _ := os.ReadFile(filepath.Join(p, "cmdline"))
-		if syscall.Kill(pid, syscall.SIGKILL) == nil {
-			killed = append(killed, fmt.Sprintf("%d %s", pid, bytes.ReplaceAll(bytes.TrimRight(cmdline, "\x00"), []byte{0}, []byte{' '})))
+		cmdline := strings.Join(p.Cmdline(), " ")
+		if syscall.Kill(int(p), syscall.SIGKILL) == nil {
+			killed = append(killed, fmt.Sprintf("%d %s", p, cmdline))
 		}
 	}
 	return killed
