@@ -24,6 +24,25 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
+func TestShouldRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		live, free uint64
+		since      time.Duration
+		want       bool
+	}{
+		{"idle daemon after polling", 500 << 10, 1300 << 10, time.Hour, true},
+		{"little free", 500 << 10, releaseFree - 1, time.Hour, false},
+		{"just returned", 500 << 10, 4 << 20, releaseEvery - time.Second, false},
+		{"a minute on", 500 << 10, 4 << 20, releaseEvery, true},
+		{"big queue", bigHeap, 40 << 20, time.Hour, false},
+	} {
+		if got := shouldRelease(tc.live, tc.free, tc.since); got != tc.want {
+			t.Errorf("%s: shouldRelease(%d, %d, %s) = %v, want %v", tc.name, tc.live, tc.free, tc.since, got, tc.want)
+		}
+	}
+}
+
 // The tuner follows the live heap across collections, and GOGC in the
 // environment leaves the runtime's target alone.
 func TestTuneRuntimeFollowsHeap(t *testing.T) {
