@@ -154,11 +154,16 @@ type simScratch struct {
 	keys2 []uint64
 	hist  [maxPasses][1 << maxDigit]int32
 
-	// Per group (project × NumRsc + resource):
+	// Per group (project × NumRsc + resource). Only gstart is kept for
+	// every group: the others are set and read for the groups holding
+	// jobs (rgrp) alone, since with many projects most groups are empty.
 	gstart  []int32 // counting-sort offsets
 	head    []int32 // first unfinished job in EDF order
 	pick    []int32 // first unfinished job not running in the simulation
 	uniform []bool  // all jobs of the group use the same instances
+	// Per resource: its groups that hold jobs, in ascending order (the
+	// hand-out heap is built in that order).
+	rgrp [NumRsc][]int32
 
 	pused []float64 // instances handed out in the current hand-out
 
@@ -433,36 +438,22 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	}
 
 	// Counting sort by group, then each group by deadline.
+	for r := range NumRsc {
+		s.rgrp[r] = s.rgrp[r][:0]
+	}
 	for g := range G {
+		if s.gstart[g+1] != 0 {
+			s.rgrp[g%NumRsc] = append(s.rgrp[g%NumRsc], int32(g))
+		}
 		s.gstart[g+1] += s.gstart[g]
 	}
 	n := int(s.gstart[G])
 	idxMask := s.sortJobs(G, J, n)
 	s.edf = grow(s.edf, n)
-	for g := range G {
-		a, b := s.gstart[g], s.gstart[g+1]
-		s.head[g] = -1
-		s.uniform[g] = true
-		if a == b {
-			continue
+	for r := range NumRsc {
+		for _, g := range s.rgrp[r] {
+			s.copyGroup(g, idxMask)
 		}
-		seg := s.keys[a:b]
-		// Copy the group's jobs to edf in that order, linked.
-		s.head[g] = a
-		edf := s.edf[a:b]
-		first := &s.jobs[seg[0]&idxMask]
-		u0, c0 := first.usage, first.ncpu
-		for i, key := range seg {
-			j := int32(key & idxMask)
-			k := a + int32(i)
-			e := &edf[i]
-			*e = s.jobs[j]
-			e.orig, e.prev, e.next = j, k-1, k+1
-			if e.usage != u0 || e.ncpu != c0 {
-				s.uniform[g] = false
-			}
-		}
-		edf[0].prev, edf[len(edf)-1].next = -1, -1
 	}
 	if s.limited {
 		s.elim = grow(s.elim, n)
@@ -524,6 +515,29 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	}
 }
 
+// copyGroup copies group g's jobs to edf in their sorted order (keys),
+// linked, and sets the group's head and uniform.
+func (s *simScratch) copyGroup(g int32, idxMask uint64) {
+	a, b := s.gstart[g], s.gstart[g+1]
+	seg := s.keys[a:b]
+	s.head[g] = a
+	s.uniform[g] = true
+	edf := s.edf[a:b]
+	first := &s.jobs[seg[0]&idxMask]
+	u0, c0 := first.usage, first.ncpu
+	for i, key := range seg {
+		j := int32(key & idxMask)
+		k := a + int32(i)
+		e := &edf[i]
+		*e = s.jobs[j]
+		e.orig, e.prev, e.next = j, k-1, k+1
+		if e.usage != u0 || e.ncpu != c0 {
+			s.uniform[g] = false
+		}
+	}
+	edf[0].prev, edf[len(edf)-1].next = -1, -1
+}
+
 // The radix sort's digits: at most maxPasses of at most maxDigit bits
 // cover a deadline key (keyDLBits).
 const (
@@ -574,9 +588,11 @@ func (s *simScratch) sortJobs(G, J, n int) uint64 {
 				fill[sj.grp]++
 			}
 		}
-		for g := range G {
-			if a, b := s.gstart[g], s.gstart[g+1]; b-a > 1 { // most groups hold 0 or 1 job
-				slices.Sort(s.keys[a:b])
+		for r := range NumRsc {
+			for _, g := range s.rgrp[r] {
+				if a, b := s.gstart[g], s.gstart[g+1]; b-a > 1 { // most groups hold 1 job
+					slices.Sort(s.keys[a:b])
+				}
 			}
 		}
 		return 1<<keyIdxBits - 1
@@ -943,12 +959,12 @@ func (s *simScratch) assign(r Rsc, t float64) {
 	s.nused[r] = nused
 
 	ph := s.ph[r][:0]
-	for pi := range s.nproj {
-		g := pi*NumRsc + int(r)
+	for _, g := range s.rgrp[r] {
 		s.pick[g] = s.head[g]
 		if s.head[g] >= 0 {
+			pi := int(g) / NumRsc
 			s.pused[g] = 0
-			ph = append(ph, handEntry{peff: s.prioOf(pi), g: int32(g), tier: s.tier[pi]})
+			ph = append(ph, handEntry{peff: s.prioOf(pi), g: g, tier: s.tier[pi]})
 		}
 	}
 	for i := len(ph)/2 - 1; i >= 0; i-- {
