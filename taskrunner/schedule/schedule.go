@@ -844,15 +844,19 @@ func (s *Scheduler) popRR(r workfetch.Rsc, p int) cand {
 // still has a round-robin candidate on r; backup (zero-share) projects
 // come after all others; ties go to the lower index. -1: none.
 func (s *Scheduler) nextProject(r workfetch.Rsc) int {
-	best := -1
-	base := int(r) * s.nproj
-	for p := range s.nproj {
-		if s.n[base+p] == 0 {
+	// The best so far is kept in registers: it is called for every
+	// round-robin pick and scans every project.
+	best, bBackup, bCur := -1, false, 0.0
+	np := s.nproj
+	n := s.n[int(r)*np : (int(r)+1)*np]
+	backup, cur := s.backup[:np], s.cur[:np]
+	for p := range np {
+		if n[p] == 0 {
 			continue
 		}
-		if best < 0 || (s.backup[best] && !s.backup[p]) ||
-			(s.backup[best] == s.backup[p] && s.cur[p] > s.cur[best]) {
-			best = p
+		if best < 0 || (bBackup && !backup[p]) ||
+			(bBackup == backup[p] && cur[p] > bCur) {
+			best, bBackup, bCur = p, backup[p], cur[p]
 		}
 	}
 	return best
