@@ -93,7 +93,7 @@ func (d *Daemon) startGUIRPC(ctx context.Context) {
 // disabled); tests use it with port 0.
 func (d *Daemon) GUIRPCAddr(ctx context.Context) (string, error) {
 	var a string
-	err := d.query(ctx, func() { a = d.guiAddr })
+	err := d.peek(ctx, func() { a = d.guiAddr })
 	return a, err
 }
 
@@ -104,7 +104,7 @@ func (b rpcBackend) Snapshot(ctx context.Context, need guirpc.Parts) (*guirpc.St
 	d := b.d
 	var st *guirpc.State
 	var walk diskWalk
-	err := d.query(ctx, func() {
+	err := d.peek(ctx, func() {
 		now := time.Now()
 		st = d.guiState(now, need)
 		if need&guirpc.PartDiskUsage != 0 || now.Sub(d.guiDisk.at) > diskUsageMaxAge {

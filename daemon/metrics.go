@@ -18,7 +18,7 @@ type metricsSource struct{ d *Daemon }
 
 func (m metricsSource) Snapshot(ctx context.Context) (*metrics.Snapshot, error) {
 	var s *metrics.Snapshot
-	err := m.d.query(ctx, func() { s = m.d.metricsSnapshot(time.Now()) })
+	err := m.d.peek(ctx, func() { s = m.d.metricsSnapshot(time.Now()) })
 	return s, err
 }
 

@@ -49,7 +49,7 @@ type feedFetched struct {
 // Notices serves get_notices.
 func (b rpcBackend) Notices(ctx context.Context) (*guirpc.NoticeList, error) {
 	var out *guirpc.NoticeList
-	err := b.d.query(ctx, func() { out = b.d.noticeList() })
+	err := b.d.peek(ctx, func() { out = b.d.noticeList() })
 	return out, err
 }
 

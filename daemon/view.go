@@ -50,7 +50,7 @@ type TransferView struct {
 // Snapshot returns the current view, computed on the owner goroutine.
 func (d *Daemon) Snapshot(ctx context.Context) (View, error) {
 	var v View
-	err := d.query(ctx, func() { v = d.view(time.Now()) })
+	err := d.peek(ctx, func() { v = d.view(time.Now()) })
 	return v, err
 }
 
