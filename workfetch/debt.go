@@ -162,19 +162,18 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 			projects[i].State.Debt[r] += delta
 			sum += delta
 		}
+		// Owed amounts add up to T already; corr only absorbs rounding.
+		// It is applied in the pass that finds the largest debt.
+		corr := 0.0
 		if nElig > 0 {
-			// Owed amounts add up to T already; this only absorbs rounding.
-			corr := -sum / float64(nElig)
-			for i := range projects {
-				if elig[i] {
-					projects[i].State.Debt[r] += corr
-				}
-			}
+			corr = -sum / float64(nElig)
 		}
-
 		top := math.Inf(-1)
 		for i := range projects {
 			d := &projects[i].State.Debt[r]
+			if elig[i] {
+				*d += corr
+			}
 			if math.IsNaN(*d) || math.IsInf(*d, 0) {
 				*d = 0
 			}
