@@ -185,7 +185,11 @@ type simScratch struct {
 	nused [NumRsc]float64 // instances in use (the CPU's includes GPU jobs' CPUs)
 
 	// Parameters of the current run.
-	n     [NumRsc]float64
+	n [NumRsc]float64
+	// The resources the host has (n > 0), in ascending order: the event
+	// loop looks at these alone at every event.
+	rsc   [NumRsc]Rsc
+	nrsc  int
 	c     [NumRsc]float64 // priority drop per (instance / share fraction)
 	prio  []float64
 	nproj int
@@ -338,8 +342,13 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	s.prio, s.nproj = prio, P
 	s.setupLimits(projects, jobs)
 
+	s.nrsc = 0
 	for r := range NumRsc {
 		s.n[r] = instances(h.Instances[r])
+		if s.n[r] > 0 {
+			s.rsc[s.nrsc] = Rsc(r)
+			s.nrsc++
+		}
 		s.active[r], s.apad[r] = s.active[r][:0], 0
 		s.nused[r] = 0
 		s.c[r] = 0
@@ -478,9 +487,9 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	t := 0.0
 	for {
 		rb, tb := -1, math.Inf(1)
-		for r := range NumRsc {
+		for _, r := range s.rsc[:s.nrsc] {
 			if a := s.active[r]; len(a) > 0 && a[0].finish < tb {
-				rb, tb = r, a[0].finish
+				rb, tb = int(r), a[0].finish
 			}
 		}
 		if rb < 0 {
@@ -689,10 +698,7 @@ func (s *simScratch) sortJobs(G, J, n int) uint64 {
 
 // integrate accounts the idle instances of [t0, t1].
 func (s *simScratch) integrate(out *SimResult, satSet *[NumRsc]bool, t0, t1, wbtot float64) {
-	for r := range NumRsc {
-		if s.n[r] == 0 {
-			continue
-		}
+	for _, r := range s.rsc[:s.nrsc] {
 		idle := s.n[r] - s.nused[r]
 		if idle <= idleEps {
 			continue
