@@ -14,6 +14,10 @@ import (
 // of the loop.
 
 // Scheduler decides which tasks run (the CPU/GPU schedule).
+//
+// The emulator keeps in.Tasks between passes and rewrites only the fields
+// that change from step to step: Schedule must not change a task's
+// Project, Rsc, NCPUs, NGPUs, Deadline, App, AppMax or Order.
 type Scheduler interface {
 	Name() string
 	Schedule(in *schedule.Input, out *schedule.Decision)
@@ -26,7 +30,8 @@ type Fetcher interface {
 }
 
 // Accounter books the processing each project received in a step (the
-// long-term debts by default).
+// long-term debts by default). It must not change jobs: the emulator
+// keeps them between steps (see Scheduler).
 type Accounter interface {
 	Name() string
 	Update(now time.Time, h workfetch.Host, projects []workfetch.Project, jobs []workfetch.Job, used [][workfetch.NumRsc]float64, dt float64)

@@ -59,6 +59,11 @@ type simJob struct {
 	onceRanEDF bool
 	gpus       []int
 	peak       float64 // peak FLOPs spent on it
+	// recW and recT: e.wjobs and e.tasks at the job's index hold its
+	// fixed fields (project, resource, usage, deadline...), written when
+	// it came to that index, so each step rewrites only what changes.
+	// Moving the job (compute) clears them.
+	recW, recT bool
 }
 
 func (j *simJob) usage() float64 {
@@ -407,6 +412,7 @@ func (e *engine) compute(dt, onSecs float64) {
 		if !done {
 			if k != i {
 				e.jobs[k] = *j
+				e.jobs[k].recW, e.jobs[k].recT = false, false
 			}
 			k++
 		}
@@ -474,7 +480,7 @@ func (e *engine) remaining(j *simJob) float64 {
 
 // buildJobs refreshes the core's view of the queue and project flags.
 func (e *engine) buildJobs() {
-	e.wjobs = e.wjobs[:0]
+	e.wjobs = sized(e.wjobs, len(e.jobs))
 	for i := range e.jobs {
 		j := &e.jobs[i]
 		// remaining(j), with the static estimate computed once.
@@ -483,17 +489,20 @@ func (e *engine) buildJobs() {
 		if j.elapsed > 0 {
 			rem = workfetch.Remaining(static, j.elapsed, 1-j.left/j.total, j.elapsed, false)
 		}
-		e.wjobs = append(e.wjobs, workfetch.Job{
-			Project:   j.core,
-			Rsc:       j.rsc,
-			NCPUs:     j.ncpus,
-			NGPUs:     j.ngpus,
-			Remaining: rem,
-			Deadline:  j.deadlineT,
-			Runnable:  true,
-			Received:  j.receivedT,
-			Estimate:  static,
-		})
+		w := &e.wjobs[i]
+		if !j.recW {
+			*w = workfetch.Job{
+				Project:  j.core,
+				Rsc:      j.rsc,
+				NCPUs:    j.ncpus,
+				NGPUs:    j.ngpus,
+				Deadline: j.deadlineT,
+				Runnable: true,
+				Received: j.receivedT,
+			}
+			j.recW = true
+		}
+		w.Remaining, w.Estimate = rem, static
 	}
 	for c := range e.core {
 		p := &e.projs[e.coreToSim[c]]
@@ -506,13 +515,23 @@ func (e *engine) buildJobs() {
 	}
 }
 
+// sized is s with length n, keeping what its backing array holds (up to
+// its capacity) at the same indexes.
+func sized[T any](s []T, n int) []T {
+	if n <= cap(s) {
+		return s[:n]
+	}
+	s = s[:cap(s)]
+	return append(s, make([]T, n-len(s))...)
+}
+
 // decide runs the round-robin simulation, the priority policy and the
 // schedule, and applies the run set.
 func (e *engine) decide() {
 	now := e.now()
 	workfetch.Simulate(now, e.host, e.prefs, e.core, e.wjobs, e.prio, &e.res)
 	e.prio = e.opt.Policy.Priorities(e.core, e.host, &e.res, e.prio)
-	e.tasks = e.tasks[:0]
+	e.tasks = sized(e.tasks, len(e.jobs))
 	slice := e.slice.Seconds()
 	for i := range e.jobs {
 		j := &e.jobs[i]
@@ -529,24 +548,28 @@ func (e *engine) decide() {
 		if e.core[j.core].State.DCF >= 90 {
 			miss = true
 		}
-		e.tasks = append(e.tasks, schedule.Task{
-			Project:        j.core,
-			Rsc:            j.rsc,
-			NCPUs:          j.ncpus,
-			NGPUs:          j.ngpus,
-			Deadline:       e.wjobs[i].Deadline,
-			MissesDeadline: miss,
-			Running:        j.running,
-			RunStart:       j.runStartT,
-			// The emulated apps checkpoint continuously (as in BCE), so
-			// preempting one loses nothing.
-			LastCheckpoint: now,
-			GPUs:           j.gpus,
-			OnceRanEDF:     j.onceRanEDF,
-			Started:        j.elapsed > 0 || j.running,
-			Remaining:      e.wjobs[i].Remaining,
-			Order:          j.seq,
-		})
+		t := &e.tasks[i]
+		if !j.recT {
+			*t = schedule.Task{
+				Project:  j.core,
+				Rsc:      j.rsc,
+				NCPUs:    j.ncpus,
+				NGPUs:    j.ngpus,
+				Deadline: e.wjobs[i].Deadline,
+				Order:    j.seq,
+			}
+			j.recT = true
+		}
+		t.MissesDeadline = miss
+		t.Running = j.running
+		t.RunStart = j.runStartT
+		// The emulated apps checkpoint continuously (as in BCE), so
+		// preempting one loses nothing.
+		t.LastCheckpoint = now
+		t.GPUs = j.gpus
+		t.OnceRanEDF = j.onceRanEDF
+		t.Started = j.elapsed > 0 || j.running
+		t.Remaining = e.wjobs[i].Remaining
 	}
 	e.in = schedule.Input{Now: now, Host: e.host, Slice: e.slice, Priority: e.prio, Shares: e.shares, Tasks: e.tasks, Charge: e.charge}
 	e.dec.Run = e.dec.Run[:0]
