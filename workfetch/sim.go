@@ -154,13 +154,16 @@ type simScratch struct {
 	keys2 []uint64
 	hist  [maxPasses][1 << maxDigit]int32
 
-	// Per group (project × NumRsc + resource). Only gstart is kept for
-	// every group: the others are set and read for the groups holding
-	// jobs (rgrp) alone, since with many projects most groups are empty.
-	gstart  []int32 // counting-sort offsets
-	head    []int32 // first unfinished job in EDF order
-	pick    []int32 // first unfinished job not running in the simulation
-	uniform []bool  // all jobs of the group use the same instances
+	// Per group (project × NumRsc + resource). Only gcnt and gbits are
+	// kept for every group: the others are set and read for the groups
+	// holding jobs (rgrp) alone, since with many projects most groups
+	// are empty.
+	gcnt    []int32  // jobs in the group
+	gbits   []uint64 // a bit per group holding jobs
+	gstart  []int32  // counting-sort offsets: the group's jobs are edf[gstart:gstart+gcnt]
+	head    []int32  // first unfinished job in EDF order
+	pick    []int32  // first unfinished job not running in the simulation
+	uniform []bool   // all jobs of the group use the same instances
 	// Per resource: its groups that hold jobs, in ascending order (the
 	// hand-out heap is built in that order).
 	rgrp [NumRsc][]int32
@@ -334,8 +337,10 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	clear(out.MissesDeadline)
 
 	s.jobs = grow(s.jobs, J)
-	s.gstart = grow(s.gstart, G+1)
-	clear(s.gstart)
+	s.gstart, s.gcnt = grow(s.gstart, G), grow(s.gcnt, G)
+	s.gbits = grow(s.gbits, (G+63)/64)
+	clear(s.gcnt)
+	clear(s.gbits)
 	s.head, s.pick, s.uniform = grow(s.head, G), grow(s.pick, G), grow(s.uniform, G)
 	s.tier, s.sfrac = grow(s.tier, P), grow(s.sfrac, P)
 	s.pused = grow(s.pused, G)
@@ -393,7 +398,8 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 		}
 		g := pi*NumRsc + int(r)
 		sj.grp = int32(g)
-		s.gstart[g+1]++
+		s.gcnt[g]++
+		s.gbits[g/64] |= 1 << (g % 64)
 
 		u := jb.Usage()
 		if !(u > 0) || math.IsInf(u, 0) {
@@ -450,13 +456,16 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 	for r := range NumRsc {
 		s.rgrp[r] = s.rgrp[r][:0]
 	}
-	for g := range G {
-		if s.gstart[g+1] != 0 {
+	var o int32
+	for w, bs := range s.gbits {
+		for ; bs != 0; bs &= bs - 1 {
+			g := w*64 + bits.TrailingZeros64(bs)
 			s.rgrp[g%NumRsc] = append(s.rgrp[g%NumRsc], int32(g))
+			s.gstart[g] = o
+			o += s.gcnt[g]
 		}
-		s.gstart[g+1] += s.gstart[g]
 	}
-	n := int(s.gstart[G])
+	n := int(o)
 	idxMask := s.sortJobs(G, J, n)
 	s.edf = grow(s.edf, n)
 	for r := range NumRsc {
@@ -527,7 +536,8 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 // copyGroup copies group g's jobs to edf in their sorted order (keys),
 // linked, and sets the group's head and uniform.
 func (s *simScratch) copyGroup(g int32, idxMask uint64) {
-	a, b := s.gstart[g], s.gstart[g+1]
+	a := s.gstart[g]
+	b := a + s.gcnt[g]
 	seg := s.keys[a:b]
 	s.head[g] = a
 	s.uniform[g] = true
@@ -555,7 +565,8 @@ const (
 )
 
 // sortJobs fills s.keys with the n simulated jobs' keys in EDF order,
-// group after group (s.gstart holds the groups' offsets), and returns
+// group after group (s.gstart holds the offsets of the groups that hold
+// jobs, s.rgrp lists them), and returns
 // the mask that takes a job's input index out of its key.
 //
 // Short queues (below radixMin) are sorted as packed (deadline, index)
@@ -582,8 +593,10 @@ func (s *simScratch) sortJobs(G, J, n int) uint64 {
 				fill[g]++
 			}
 		}
-		for g := range G {
-			slices.SortFunc(s.keys[s.gstart[g]:s.gstart[g+1]], s.cmpJobs)
+		for r := range NumRsc {
+			for _, g := range s.rgrp[r] {
+				slices.SortFunc(s.keys[s.gstart[g]:s.gstart[g]+s.gcnt[g]], s.cmpJobs)
+			}
 		}
 		return ^uint64(0)
 	}
@@ -599,8 +612,8 @@ func (s *simScratch) sortJobs(G, J, n int) uint64 {
 		}
 		for r := range NumRsc {
 			for _, g := range s.rgrp[r] {
-				if a, b := s.gstart[g], s.gstart[g+1]; b-a > 1 { // most groups hold 1 job
-					slices.Sort(s.keys[a:b])
+				if a, c := s.gstart[g], s.gcnt[g]; c > 1 { // most groups hold 1 job
+					slices.Sort(s.keys[a : a+c])
 				}
 			}
 		}
