@@ -25,18 +25,28 @@ func (DebtPolicy) Name() string { return "debt" }
 // Priorities implements Policy.
 func (DebtPolicy) Priorities(projects []Project, h Host, sim *SimResult, out []float64) []float64 {
 	out = grow(out, len(projects))
+	// The host's resources, their instances and speeds, looked up once
+	// rather than per project.
+	var (
+		rs     [NumRsc]Rsc
+		ns, sp [NumRsc]float64
+		nr     int
+	)
+	for r := range NumRsc {
+		if n := instances(h.Instances[r]); n > 0 {
+			rs[nr], ns[nr], sp[nr] = Rsc(r), n, relSpeed(&h, Rsc(r))
+			nr++
+		}
+	}
 	for i := range projects {
 		d := 0.0
-		for r := range NumRsc {
-			n := instances(h.Instances[r])
-			if n == 0 {
-				continue
-			}
+		for k := range nr {
+			r := rs[k]
 			q := 0.0
 			if sim != nil && i < len(sim.Projects) {
 				q = sim.Projects[i].Queue[r]
 			}
-			d += relSpeed(&h, Rsc(r)) * (projects[i].State.Debt[r] - q/n)
+			d += sp[k] * (projects[i].State.Debt[r] - q/ns[k])
 		}
 		out[i] = d
 	}
