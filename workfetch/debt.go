@@ -144,7 +144,8 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		} else {
 			e = sElig[r][:np]
 		}
-		for i := range projects {
+		e, runnable := e[:np], runnable[:np] // no bounds checks below
+		for i := range np {
 			e[i] = debtEligible(&projects[i], Rsc(r), runnable[i]&(1<<uint(r)) != 0, now)
 			if e[i] {
 				T[r] += usedOf(used, i, r)
@@ -153,14 +154,14 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 		eligAll[r] = e
 	}
 	owedShares(projects, &h, &eligAll, &T, &ds)
-	owed := ds.owed
+	owed := ds.owed[:np]
 
 	for r := range NumRsc {
 		n := instances(h.Instances[r])
 		if n == 0 {
 			continue
 		}
-		elig := eligAll[r]
+		elig := eligAll[r][:np] // resliced: no bounds checks below
 		nElig := 0
 		sum := 0.0
 		for i := range projects {
@@ -220,9 +221,11 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 //
 // It writes into ds, whose slices have len(projects) zeroed entries.
 func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]float64, ds *debtScratch) {
+	// The per-project slices are resliced to np so that the loops over
+	// the projects need no bounds checks.
 	np := len(projects)
-	owed := ds.owed
-	shv := ds.share // each project's share, 0 if not positive and finite
+	owed := ds.owed[:np]
+	shv := ds.share[:np] // each project's share, 0 if not positive and finite
 	for i := range np {
 		shv[i] = 0
 		if sh := projects[i].Share; sh > 0 && !math.IsInf(sh, 0) {
@@ -230,7 +233,7 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 		}
 	}
 	share := func(i int) float64 { return shv[i] }
-	capOf, active := ds.capOf, ds.active
+	capOf, active := ds.capOf[:np], ds.active[:np]
 	pool := 0.0
 	for r := range NumRsc {
 		if elig[r] == nil || !(T[r] > 0) {
@@ -238,8 +241,9 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 		}
 		x := relSpeed(h, Rsc(r)) * T[r]
 		pool += x
+		e := elig[r][:np]
 		for i := range np {
-			if elig[r][i] {
+			if e[i] {
 				capOf[i] += x
 				active[i] = true
 			}
@@ -249,7 +253,7 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 		return
 	}
 	// Water-filling of the pool by share, each project capped.
-	ent, fixed := ds.ent, ds.fixed
+	ent, fixed := ds.ent[:np], ds.fixed[:np]
 	left := pool
 	for {
 		tot, n := 0.0, 0
@@ -298,8 +302,9 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 		if elig[r] == nil || !(T[r] > 0) {
 			continue
 		}
+		e := elig[r][:np]
 		for i := range np {
-			if elig[r][i] {
+			if e[i] {
 				count[r]++
 			}
 		}
@@ -312,14 +317,15 @@ func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]fl
 		speed := relSpeed(h, Rsc(r))
 		x := speed * T[r]
 		rem, shares := 0.0, 0.0
+		e := elig[r][:np]
 		for i := range np {
-			if elig[r][i] {
+			if e[i] {
 				rem += ent[i]
 				shares += share(i)
 			}
 		}
 		for i := range np {
-			if !elig[r][i] {
+			if !e[i] {
 				continue
 			}
 			var a float64
