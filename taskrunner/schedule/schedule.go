@@ -393,14 +393,16 @@ func (s *Scheduler) setup(in *Input) {
 	s.backup = resize(s.backup, np)
 	s.miss = resize(s.miss, np)
 	s.has = resize(s.has, np)
+	// Resliced to np: the loop needs no bounds checks.
+	prio, cur, miss, has := in.Priority[:np], s.cur[:np], s.miss[:np], s.has[:np]
 	for p := range np {
-		v := in.Priority[p]
+		v := prio[p]
 		if math.IsNaN(v) {
 			v = math.Inf(-1)
 		}
-		s.cur[p] = v
-		s.miss[p] = 0
-		s.has[p] = false
+		cur[p] = v
+		miss[p] = 0
+		has[p] = false
 	}
 	nt := len(in.Tasks)
 	s.kind = resize(s.kind, nt)
@@ -447,14 +449,15 @@ func (s *Scheduler) setupLimits() {
 func (s *Scheduler) classify() {
 	in := s.in
 	tasks := in.Tasks
+	kind := s.kind[:len(tasks)] // resliced: no bounds checks in the passes
 	// Pass 1: validity, projects with projected misses per resource.
 	for i := range tasks {
 		t := &tasks[i]
 		if !s.valid(t) {
-			s.kind[i] = kInvalid
+			kind[i] = kInvalid
 			continue
 		}
-		s.kind[i] = kRR
+		kind[i] = kRR
 		s.has[t.Project] = true
 		if t.MissesDeadline {
 			s.miss[t.Project] |= 1 << uint(t.Rsc)
@@ -472,7 +475,7 @@ func (s *Scheduler) classify() {
 	// below; their offsets are never read.
 	var nrr [workfetch.NumRsc]int32
 	for i := range tasks {
-		if s.kind[i] == kInvalid {
+		if kind[i] == kInvalid {
 			continue
 		}
 		t := &tasks[i]
@@ -481,10 +484,10 @@ func (s *Scheduler) classify() {
 			// §1.7 (a), promote_once_ran_edf: a task started as EDF
 			// stays EDF while its project still has a projected miss on
 			// that resource, so EDF work is not started and dropped.
-			s.kind[i] = kEDF
+			kind[i] = kEDF
 			s.edf[t.Rsc] = append(s.edf[t.Rsc], s.cand(i))
 		case t.Running && !finishedSlice(t, s.in.Now, s.slice):
-			s.kind[i] = kKeep
+			kind[i] = kKeep
 			s.keep[t.Rsc] = append(s.keep[t.Rsc], s.cand(i))
 		default:
 			s.n[int(t.Rsc)*s.nproj+t.Project]++
@@ -508,7 +511,7 @@ func (s *Scheduler) classify() {
 	s.rr = resize(s.rr, int(o))
 	// Pass 3: fill the buckets.
 	for i := range tasks {
-		if s.kind[i] != kRR {
+		if kind[i] != kRR {
 			continue
 		}
 		t := &tasks[i]
@@ -536,7 +539,7 @@ func (s *Scheduler) classify() {
 	// not: their instances are fair game, which C++ only approximates by
 	// leaving unselected jobs out of its list.
 	for i := range tasks {
-		if k := s.kind[i]; k != kEDF && k != kKeep {
+		if k := kind[i]; k != kEDF && k != kKeep {
 			continue
 		}
 		t := &tasks[i]
@@ -567,19 +570,21 @@ func (s *Scheduler) valid(t *Task) bool {
 // projects that have a task, as project_priority_init sums shares over
 // projects with a runnable job.
 func (s *Scheduler) shareWeights() {
+	np := s.nproj
+	has, backup, weight := s.has[:np], s.backup[:np], s.weight[:np] // no bounds checks below
 	var sum float64
-	for p := range s.nproj {
-		if s.has[p] {
+	for p := range np {
+		if has[p] {
 			sum += s.share(p)
 		}
 	}
-	for p := range s.nproj {
+	for p := range np {
 		sh := s.share(p)
-		s.backup[p] = sh == 0
+		backup[p] = sh == 0
 		if sh > 0 && sum > 0 {
-			s.weight[p] = sum / sh
+			weight[p] = sum / sh
 		} else {
-			s.weight[p] = 1
+			weight[p] = 1
 		}
 	}
 }
