@@ -375,22 +375,26 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			total += sh
 		}
 	}
+	// Per-project and per-job slices resliced to their loops' bounds, so
+	// that the loops need no bounds checks.
+	tier, sfrac, projSim := s.tier[:P], s.sfrac[:P], out.Projects[:P]
 	for i := range projects {
 		sh := projects[i].Share
 		switch {
 		case total == 0:
-			s.tier[i], s.sfrac[i] = 1, 1/float64(P)
+			tier[i], sfrac[i] = 1, 1/float64(P)
 		case sh > 0 && !math.IsInf(sh, 0):
-			s.tier[i], s.sfrac[i] = 1, sh/total
+			tier[i], sfrac[i] = 1, sh/total
 		default:
-			s.tier[i], s.sfrac[i] = 0, 1/float64(P)
+			tier[i], sfrac[i] = 0, 1/float64(P)
 		}
 	}
 
 	cpuRate, gpuRate := availability(h.CPUAvail), availability(h.GPUAvail)
 	nowc := newUnixTime(now)
+	sjobs := s.jobs[:J]
 	for j := range jobs {
-		jb, sj := &jobs[j], &s.jobs[j]
+		jb, sj := &jobs[j], &sjobs[j]
 		sj.grp = -1
 		pi, r := jb.Project, jb.Rsc
 		if pi < 0 || pi >= P || r < 0 || int(r) >= NumRsc || s.n[r] == 0 {
@@ -433,7 +437,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			sj.dl = nowc.secondsTo(jb.Deadline) - wbmin
 		}
 
-		ps := &out.Projects[pi]
+		ps := &projSim[pi]
 		ps.NRunnable[r]++
 		ps.NUsed[r] += u
 		ps.Queue[r] += rem * u
