@@ -8,8 +8,10 @@ type RscSim struct {
 	NIdleNow float64
 	// SaturatedTime: seconds from now until the first instance goes idle.
 	SaturatedTime float64
-	// BusyTime: estimated wait before a new job of this type could start
-	// (sent as <estimated_delay>).
+	// BusyTime: how long the jobs projected to miss their deadlines keep
+	// the least busy instance busy, 0 when none miss: BOINC's busy-time
+	// estimator, sent as <estimated_delay> (a server adds it to a job's
+	// run time to check the job's deadline).
 	BusyTime float64
 	// DeadlineMissedInstances: instances used by jobs projected to miss
 	// their deadline.

@@ -308,8 +308,9 @@ func grow[T any](s []T, n int) []T {
 // [now, now+Total()] (after the last job, all instances are idle);
 // NIdleNow is the idle instances at now; SaturatedTime the seconds until
 // an instance first goes idle; BusyTime is BOINC's busy-time estimator
-// (every simulated job adds its duration to its floor(usage) least busy
-// instances; the result is the least busy instance) and
+// (every simulated job that misses its deadline adds its duration to its
+// floor(usage) least busy instances; the result is the least busy
+// instance) and
 // DeadlineMissedInstances sums the usage of jobs that miss.
 // Per project: NRunnable and NUsed (the summed usage of its jobs; GPU
 // jobs' CPUs count toward the CPU), Queue (Remaining × usage, computing
@@ -744,10 +745,18 @@ func (s *simScratch) complete(out *SimResult, r Rsc, t float64) {
 		out.MissesDeadline[sj.orig] = true
 		out.Projects[pi].DeadlinesMissed[r]++
 		out.Rsc[r].DeadlineMissedInstances += sj.usage
-	}
-	s.busyUpdate(r, sj.full, sj.usage)
-	if r.IsGPU() {
-		s.busyUpdate(CPU, sj.full, sj.ncpu)
+		// Only a job the simulation sees miss its deadline counts in
+		// the busy-time estimate, as in the C++ client's rr_sim.cpp,
+		// where the update sits in the missed-deadline branch. Seen
+		// against a stock server: with 29 jobs queued and none late the
+		// C++ client 7.20.5 sent <estimated_delay> 0, where counting
+		// every job gave 587 s, and a server that checks delay + run
+		// time against its latency bound would have refused work the
+		// C++ client gets.
+		s.busyUpdate(r, sj.full, sj.usage)
+		if r.IsGPU() {
+			s.busyUpdate(CPU, sj.full, sj.ncpu)
+		}
 	}
 
 	// Unlink from the group's EDF list.

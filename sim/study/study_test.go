@@ -104,8 +104,13 @@ func TestCompareQuick(t *testing.T) {
 // rules waste. Slack 1 is the exception the study reports: no job can
 // finish in time (a 3.6-hour job at 80 % availability against a
 // 3.6-hour bound), so computing is all waste and the guard turns half
-// of it into idleness; idle is not held there. Two seeds, 60 days:
-// deterministic, and short enough for -race.
+// of it into idleness; idle is not held there. The 2-day connection
+// case holds less than it did while the client's <estimated_delay>
+// counted every queued job: counting only the jobs the simulation sees
+// late, as the C++ client does, the server's check admits the 1.5-day
+// jobs behind on-time work, and the guard halves the waste rather than
+// removing it (0.16 → 0.09). Two seeds, 60 days: deterministic, and
+// short enough for -race.
 func TestGuardTargetsPlainCheck(t *testing.T) {
 	want := map[string]struct {
 		maxWaste  float64 // the guard's waste at most
@@ -115,7 +120,7 @@ func TestGuardTargetsPlainCheck(t *testing.T) {
 		"slack 1": {maxWaste: 0.6, minBefore: 0.7, idleFree: true},
 		"slack 2": {maxWaste: 0.01, minBefore: 0.1},
 		"slack 3": {maxWaste: 0.01, minBefore: 0.1},
-		"2-day connection, 2.5-day bound, σ 10 %": {maxWaste: 0.03, minBefore: 0.04},
+		"2-day connection, 2.5-day bound, σ 10 %": {maxWaste: 0.12, minBefore: 0.14},
 	}
 	var cases []Case
 	for _, c := range Targets(sim.WorkSendPlain, false) {
