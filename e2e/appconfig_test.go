@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,7 +163,8 @@ func cppDataDir(t *testing.T, c *boinccmdClient) string {
 		t.Skip("no /proc: cannot find the C++ client's data directory")
 	}
 	for p := range testsupport.Processes() {
-		if !strings.Contains(strings.Join(p.Cmdline(), "\x00")+"\x00", "\x00--gui_rpc_port\x00"+port+"\x00") {
+		args := p.Cmdline()
+		if i := slices.Index(args, "--gui_rpc_port"); i < 0 || i+1 >= len(args) || args[i+1] != port {
 			continue
 		}
 		if cwd := p.Cwd(); cwd != "" {

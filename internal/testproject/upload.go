@@ -153,9 +153,13 @@ func (s *Server) handleUpload(w http.ResponseWriter, r *http.Request) {
 	delay := s.faults.UploadDelay
 	s.mu.Unlock()
 	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
 		select {
-		case <-time.After(delay):
+		case <-t.C:
 		case <-r.Context().Done():
+			return
+		case <-s.done: // Close wakes a held upload, as every hanging handler
 			return
 		}
 	}
