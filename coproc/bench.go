@@ -34,6 +34,13 @@ func Benchmark(ctx context.Context, ncpus int, d time.Duration) (fpops, iops flo
 	if ncpus < 1 {
 		ncpus = 1
 	}
+	// The daemon runs with fewer Ps than CPUs (it mostly waits); locked
+	// threads do not add Ps, so without this the workers would take
+	// turns and each would measure a fraction of its CPU.
+	if p := runtime.GOMAXPROCS(0); p < ncpus {
+		runtime.GOMAXPROCS(ncpus)
+		defer runtime.GOMAXPROCS(p)
+	}
 	fpops = runKernel(ctx, ncpus, d, func() kernel { return newWhetstone() })
 	iops = runKernel(ctx, ncpus, d, func() kernel { return newDhrystone() })
 	return fpops, iops

@@ -184,3 +184,16 @@ func BenchmarkDhrystone1000(b *testing.B) {
 	}
 	b.ReportMetric(1000*float64(b.N)/b.Elapsed().Seconds()/1757/1e6, "DMIPS")
 }
+
+// A daemon running with fewer Ps than CPUs gets them back after the
+// benchmark (which raises GOMAXPROCS to give each worker its CPU).
+func TestBenchmarkRestoresGOMAXPROCS(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	if f, i := Benchmark(context.Background(), 2, 20*time.Millisecond); !(f > 0) || !(i > 0) {
+		t.Fatalf("fpops=%g iops=%g", f, i)
+	}
+	if p := runtime.GOMAXPROCS(0); p != 1 {
+		t.Errorf("GOMAXPROCS %d after the benchmark, want 1", p)
+	}
+}

@@ -87,3 +87,30 @@ func TestTuneRuntimeFollowsHeap(t *testing.T) {
 		t.Errorf("with GOGC set, GC percent %d, want 70", p)
 	}
 }
+
+// The daemon runs on daemonProcs Ps unless GOMAXPROCS is in the
+// environment, and stop gives back what it found.
+func TestTuneRuntimeProcs(t *testing.T) {
+	orig := debug.SetGCPercent(100)
+	rate := runtime.MemProfileRate
+	prev := runtime.GOMAXPROCS(3)
+	t.Cleanup(func() { debug.SetGCPercent(orig); runtime.MemProfileRate = rate; runtime.GOMAXPROCS(prev) })
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want int
+	}{
+		{"default", nil, daemonProcs},
+		{"GOGC set", map[string]string{"GOGC": "50"}, daemonProcs},
+		{"GOMAXPROCS set", map[string]string{"GOMAXPROCS": "3"}, 3},
+	} {
+		stop := tuneRuntime(func(k string) string { return tc.env[k] })
+		if p := runtime.GOMAXPROCS(0); p != tc.want {
+			t.Errorf("%s: GOMAXPROCS %d, want %d", tc.name, p, tc.want)
+		}
+		stop()
+		if p := runtime.GOMAXPROCS(0); p != 3 {
+			t.Errorf("%s: GOMAXPROCS %d after stop, want 3", tc.name, p)
+		}
+	}
+}
