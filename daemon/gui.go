@@ -277,13 +277,15 @@ func (d *Daemon) guiState(now time.Time, need guirpc.Parts) *guirpc.State {
 		Now:               now,
 		Host:              guirpc.HostInfo{Host: d.reportedHost(), Coprocs: d.guiCoprocs()},
 		Prefs:             guiPrefs(d.prefs, d.hostc.prefs),
-		PrefsOverride:     d.prefsOverride(),
 		DailyXfers:        d.guiDailyXfers(),
 		Proxy:             *d.proxy.Load(),
 		PlatformName:      boinc.PlatformName,
 		Platforms:         []string{boinc.PlatformName},
 		ExecutingAsDaemon: true,
 		OldResults:        append([]guirpc.OldResult(nil), d.oldResults...),
+	}
+	if need&guirpc.PartPrefsOverride != 0 {
+		st.PrefsOverride = d.prefsOverride()
 	}
 	st.CCStatus = guirpc.CCStatus{
 		NetworkStatus:    2,

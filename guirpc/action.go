@@ -36,9 +36,13 @@ const (
 	// the C++ client does for get_disk_usage. Without it projects carry
 	// the disk usage last measured.
 	PartDiskUsage
+	// PartPrefsOverride is State.PrefsOverride, read from the data
+	// directory for this reply (the replies that show the override or
+	// say whether there is one); without it the field is empty.
+	PartPrefsOverride
 
 	// PartAll is every part.
-	PartAll = PartWorkunits | PartResults | PartTransfers | PartDiskUsage
+	PartAll = PartWorkunits | PartResults | PartTransfers | PartDiskUsage | PartPrefsOverride
 )
 
 // wireError is an error whose text is a fixed BOINC reply string, spelled

@@ -355,10 +355,15 @@ type fakeBackend struct {
 	err     error
 }
 
-func (b *fakeBackend) Snapshot(ctx context.Context, _ Parts) (*State, error) {
+func (b *fakeBackend) Snapshot(ctx context.Context, need Parts) (*State, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cp := *b.st
+	// As the daemon: the override is read only for the replies that ask
+	// for it, so an op that shows it without asking shows nothing.
+	if need&PartPrefsOverride == 0 {
+		cp.PrefsOverride = ""
+	}
 	return &cp, nil
 }
 
