@@ -50,6 +50,7 @@ func TestRun(t *testing.T) {
 			name:   "sweep runs boincd-sim-sweep",
 			args:   []string{"--sweep", "--quick", "--seeds", "1", "--only", "2", "--out", out, "--compare"},
 			stdout: []string{"--out " + out + " --seeds 1 --only 2 --quick --compare"},
+			stderr: []string{"boincd-sim: the study runs ", "(built "},
 		},
 		{name: "sweep's status passed on", args: []string{"--sweep", "--only", "fail"}, code: 3},
 	}

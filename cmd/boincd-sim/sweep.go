@@ -37,6 +37,18 @@ func runSweep(outDir, only string, seeds int, quick, compare bool, stdout, stder
 		fmt.Fprintln(stderr, "boincd-sim:", err)
 		return 1
 	}
+	// A study binary left beside boincd-sim or on the PATH by an older
+	// build runs the old policies and writes its results as new ones,
+	// silently: say which one runs and when it was built.
+	if len(pre) == 0 {
+		built := "modification time unknown"
+		if fi, err := os.Stat(name); err == nil {
+			built = "built " + fi.ModTime().Format("2006-01-02 15:04:05 MST")
+		}
+		fmt.Fprintf(stderr, "boincd-sim: the study runs %s (%s)\n", name, built)
+	} else {
+		fmt.Fprintf(stderr, "boincd-sim: the study runs %s %s\n", name, strings.Join(pre, " "))
+	}
 	args := append(pre, "--out", outDir, "--seeds", strconv.Itoa(seeds), "--only", only)
 	if quick {
 		args = append(args, "--quick")
