@@ -16,9 +16,8 @@ import (
 // under the same polling, for a collection every few seconds of polling
 // at well under a millisecond each (16.9–17.1 MB once the freed pages
 // are returned after each collection, below, and GUI RPC connections
-// reuse their buffers). Until the first collection Go's own
-// target holds: idle and unpolled, boincd then stays at 15.8 MB (2.6 MB
-// anonymous) against the C++ client's 16.1. A big queue keeps 100: at
+// reuse their buffers; 16.6–16.7 on one P with the first collection
+// earlier, below). A big queue keeps 100: at
 // 10,000 tasks 25 cut RSS 117 → 103 MB but cost get_results 70 % more CPU
 // per call, as each reply's garbage brought several collections of the
 // whole queue.
@@ -28,6 +27,8 @@ const (
 	// bigHeap is where the target changes: the heap goal is 5 MB just
 	// below it (at 25) and 8 MB just above (at 100).
 	bigHeap = 4 << 20
+	// firstGCPercent is the target until the first collection.
+	firstGCPercent = 50
 )
 
 // gcPercentFor is the GC target for a live heap of that many bytes.
@@ -65,12 +66,17 @@ func tuneRuntime(getenv func(string) string) (stop func()) {
 	if getenv("GOGC") != "" {
 		return restore
 	}
-	// Go's own target until the first collection: a daemon that has
-	// allocated under 4 MB since it started has collected nothing and
-	// kept none of the collector's working memory (about 1 MB) either;
-	// from the first collection on, the tuner's target holds, and the
+	// Until the first collection, firstGCPercent: it puts the first
+	// collection at a 2 MB heap (Go's floor is 4 MB × percent / 100).
+	// Go's own 100 left it to chance: on one P a Manager's polling often
+	// had not grown the heap to 4 MB after 2 minutes, and the daemon then
+	// held 4.7–4.8 MB anonymous (18.0 MB RSS) against 3.0–3.2 once it had
+	// collected; with the first collection at 2 MB, 3.3–3.4 MB (16.6–16.7)
+	// in every run, and idle 2.8 MB (16.0–16.1, the C++ client 16.1–16.2).
+	// From the first collection on, the tuner's target holds, and the
 	// runtime returns the pages above it.
-	t := &gcTuner{percent: bigHeapGCPercent}
+	debug.SetGCPercent(firstGCPercent)
+	t := &gcTuner{percent: firstGCPercent}
 	t.arm()
 	return func() { t.stopped.Store(true); restore() }
 }
