@@ -111,11 +111,18 @@ func (b rpcBackend) Snapshot(ctx context.Context, need guirpc.Parts) (*guirpc.St
 			walk = d.newDiskWalk()
 		}
 	})
-	if err != nil || walk.dataDir == "" {
+	if err != nil {
 		return st, err
 	}
-	// The walk reads only the file system: here, on the connection's
-	// goroutine, the owner loop goes on meanwhile.
+	// File reads happen here, on the connection's goroutine, so the owner
+	// loop goes on meanwhile: the override file (its path never changes)
+	// and the disk walk.
+	if need&guirpc.PartPrefsOverride != 0 {
+		st.PrefsOverride = d.prefsOverride()
+	}
+	if walk.dataDir == "" {
+		return st, nil
+	}
 	m := walk.measure()
 	fillDiskUsage(st, &walk, &m)
 	d.send(m)
@@ -283,9 +290,6 @@ func (d *Daemon) guiState(now time.Time, need guirpc.Parts) *guirpc.State {
 		Platforms:         []string{boinc.PlatformName},
 		ExecutingAsDaemon: true,
 		OldResults:        append([]guirpc.OldResult(nil), d.oldResults...),
-	}
-	if need&guirpc.PartPrefsOverride != 0 {
-		st.PrefsOverride = d.prefsOverride()
 	}
 	st.CCStatus = guirpc.CCStatus{
 		NetworkStatus:    2,

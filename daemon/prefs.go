@@ -154,7 +154,8 @@ func (d *Daemon) setPrefsOverride(body string) error {
 	return os.Rename(tmp, path)
 }
 
-// prefsOverride returns the raw override file, or "" without one.
+// prefsOverride returns the raw override file, or "" without one. It
+// reads only the data directory's path, so any goroutine may call it.
 func (d *Daemon) prefsOverride() string {
 	b, err := os.ReadFile(filepath.Join(d.opt.DataDir, PrefsOverrideFile))
 	if err != nil {

@@ -237,3 +237,33 @@ func TestSchedulerTrafficInDailyHistory(t *testing.T) {
 		return len(x) == 1 && x[0].Up >= float64(len(srv.Stats().LastRequest)) && x[0].Down > 0
 	})
 }
+
+// The override file reaches only the replies that ask for it, and it is
+// read as it is on disk now (as the C++ client's get_global_prefs_override
+// reads it), off the owner goroutine.
+func TestSnapshotPrefsOverride(t *testing.T) {
+	h := startDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	snap := func(need guirpc.Parts) string {
+		t.Helper()
+		st, err := rpcBackend{h.d}.Snapshot(ctx, need)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.PrefsOverride
+	}
+	if got := snap(guirpc.PartPrefsOverride); got != "" {
+		t.Fatalf("no override file: PrefsOverride %q", got)
+	}
+	body := "<global_preferences>\n<max_ncpus_pct>50</max_ncpus_pct>\n</global_preferences>\n"
+	if err := os.WriteFile(filepath.Join(h.dataDir, PrefsOverrideFile), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := snap(guirpc.PartPrefsOverride); got != body {
+		t.Errorf("asked for: PrefsOverride %q, want the file", got)
+	}
+	if got := snap(guirpc.PartResults); got != "" {
+		t.Errorf("not asked for: PrefsOverride %q, want it not read", got)
+	}
+}
