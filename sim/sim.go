@@ -468,14 +468,15 @@ func (e *engine) static(j *simJob) float64 {
 
 // remaining is the client's estimate of the wall seconds of computing
 // left: the static estimate (server's size estimate, corrected by DCF)
-// until the job has run, then the core's blend with its progress.
-func (e *engine) remaining(j *simJob) float64 {
-	static := e.static(j)
+// until the job has run, then the core's blend with its progress; and
+// that static estimate, which the core's job records carry too.
+func (e *engine) remaining(j *simJob) (rem, static float64) {
+	static = e.static(j)
 	if j.elapsed <= 0 {
-		return static
+		return static, static
 	}
 	fd := 1 - j.left/j.total
-	return workfetch.Remaining(static, j.elapsed, fd, j.elapsed, false)
+	return workfetch.Remaining(static, j.elapsed, fd, j.elapsed, false), static
 }
 
 // buildJobs refreshes the core's view of the queue and project flags.
@@ -483,12 +484,7 @@ func (e *engine) buildJobs() {
 	e.wjobs = sized(e.wjobs, len(e.jobs))
 	for i := range e.jobs {
 		j := &e.jobs[i]
-		// remaining(j), with the static estimate computed once.
-		static := e.static(j)
-		rem := static
-		if j.elapsed > 0 {
-			rem = workfetch.Remaining(static, j.elapsed, 1-j.left/j.total, j.elapsed, false)
-		}
+		rem, static := e.remaining(j)
 		w := &e.wjobs[i]
 		if !j.recW {
 			*w = workfetch.Job{
@@ -767,7 +763,8 @@ func (e *engine) edfQueue(r workfetch.Rsc) {
 		if j.rsc != r {
 			continue
 		}
-		e.edf.add(e.remaining(j)/avail*j.usage(), j.deadline-e.t)
+		rem, _ := e.remaining(j)
+		e.edf.add(rem/avail*j.usage(), j.deadline-e.t)
 	}
 }
 
