@@ -447,8 +447,7 @@ func (s *simScratch) run(now time.Time, h *Host, p Prefs, projects []Project, jo
 			ps.Queue[CPU] += rem * nc
 		}
 		if !jb.Received.IsZero() && !jb.Deadline.IsZero() {
-			rc := newUnixTime(jb.Received)
-			if l := rc.secondsTo(jb.Deadline); l > 0 && (ps.Latency[r] == 0 || l < ps.Latency[r]) {
+			if l := wallSeconds(jb.Received, jb.Deadline); l > 0 && (ps.Latency[r] == 0 || l < ps.Latency[r]) {
 				ps.Latency[r] = l
 			}
 		}
@@ -1245,6 +1244,22 @@ func (u *unixTime) secondsTo(t time.Time) float64 {
 }
 
 const secLim = 1 << 33
+
+// wallSeconds is b − a in wall-clock seconds: b.Sub(a).Seconds() for
+// times without monotonic clock readings, and for times with them it
+// ignores the readings, as a span between two server-given wall times
+// (a job's receipt and its deadline: its latency bound) should. It runs
+// per job and pass, so it skips newUnixTime's monotonic test.
+func wallSeconds(a, b time.Time) float64 {
+	d := b.Unix() - a.Unix()
+	if uint64(d+secLim) >= 2*secLim {
+		return b.Round(0).Sub(a.Round(0)).Seconds()
+	}
+	if ns := int64(b.Nanosecond()) - int64(a.Nanosecond()); ns != 0 {
+		return time.Duration(d*1e9 + ns).Seconds()
+	}
+	return float64(d)
+}
 
 func (u *unixTime) secondsToSlow(t time.Time) float64 {
 	if d := t.Unix() - u.sec; u.ok && uint64(d+secLim) < 2*secLim && !(u.mono && t != t.Round(0)) {
