@@ -4,7 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // appendFF's fast path must print exactly what strconv (and C's %f)
@@ -73,6 +75,37 @@ func TestEscape(t *testing.T) {
 	} {
 		if got := escape(c.in); got != c.want {
 			t.Errorf("escape(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// A connection keeps a big reply buffer while its replies need one and
+// for keepBig after the last that did, then lets it go.
+func TestReplyBufferKept(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	big := strings.Repeat("x", keepReply+1)
+	steps := []struct {
+		at    time.Duration
+		reply string
+		kept  bool // a buffer above keepReply stays after the reply
+	}{
+		{0, "small", false},
+		{time.Second, big, true},
+		{2 * time.Second, "small", true},
+		{time.Second + keepBig, "small", true}, // keepBig after the big one: kept
+		{2*time.Second + keepBig, "small", false},
+		{4*time.Second + keepBig, big, true},
+		{5*time.Second + keepBig, big, true},
+		{6*time.Second + 2*keepBig, "small", false},
+	}
+	var cc conn
+	for i, st := range steps {
+		w := cc.replyWriter()
+		w.WriteString(st.reply)
+		cc.framed()
+		cc.sent(t0.Add(st.at))
+		if got := cc.w.Cap() > keepReply; got != st.kept {
+			t.Errorf("step %d (%v, %d bytes): big buffer kept %v, want %v", i, st.at, len(st.reply), got, st.kept)
 		}
 	}
 }

@@ -375,7 +375,8 @@ type conn struct {
 	// next: a Manager polls the same few requests every second, and
 	// allocating each reply anew (with the copies a growing buffer makes)
 	// was most of what the collector had to reclaim.
-	w xw
+	w     xw
+	bigAt time.Time // when a reply last needed more than keepReply
 
 	// Guarded by s.mu.
 	class      connClass
@@ -432,7 +433,7 @@ func (s *Server) serveConn(ctx context.Context, cc *conn) {
 			out := cc.framed()
 			_ = c.SetWriteDeadline(time.Now().Add(writeT))
 			_, werr := c.Write(out)
-			cc.sent()
+			cc.sent(time.Now())
 			if werr != nil {
 				s.log.Debug("GUI RPC write failed", slog.String("peer", cc.peer), slog.Any("err", werr))
 				return
@@ -642,11 +643,17 @@ const (
 	replyTail = "</boinc_gui_rpc_reply>\n\003"
 )
 
-// keepReply is the largest reply buffer a connection keeps between
-// requests: an idle client's replies fit many times over, and a Manager
-// on a 10,000-task queue (an 11 MB get_state) does not pin that much per
-// connection.
-const keepReply = 256 << 10
+// keepReply is the largest reply buffer a connection keeps for good: an
+// idle client's replies fit many times over. A bigger one (an 11 MB
+// get_state on a 10,000-task queue) is kept only while the connection
+// keeps asking for replies that need it, and keepBig after the last: a
+// Manager polling get_results every second would otherwise have a new
+// 7 MB buffer made, faulted in and collected each second, and a client
+// that looked once and went on with small requests does not pin it.
+const (
+	keepReply = 256 << 10
+	keepBig   = 30 * time.Second
+)
 
 // replyWriter is cc.w emptied, with the reply's head written.
 func (cc *conn) replyWriter() *xw {
@@ -666,9 +673,13 @@ func (cc *conn) framed() []byte {
 	return cc.w.Bytes()
 }
 
-// sent lets a big reply's buffer go once it is written.
-func (cc *conn) sent() {
-	if cc.w.Cap() > keepReply {
+// sent is called after each reply, at now: it notes a big reply, and
+// lets a big buffer go once no reply has needed it for keepBig.
+func (cc *conn) sent(now time.Time) {
+	switch {
+	case cc.w.Len() > keepReply:
+		cc.bigAt = now
+	case cc.w.Cap() > keepReply && now.Sub(cc.bigAt) > keepBig:
 		cc.w.Buffer = bytes.Buffer{}
 	}
 }
