@@ -102,33 +102,29 @@ func appendFF(b []byte, v float64) []byte {
 // the other way (nor be a tie). Otherwise ok is false.
 func fmtFFast(b []byte, v float64) (out []byte, ok bool) {
 	a := math.Abs(v)
-	var n uint64 // |v| × 10⁶, rounded
+	var whole, frac uint64 // |v| rounded to 6 decimals: whole.frac
 	switch {
 	case a < 1<<53 && a == math.Trunc(a):
-		if math.Signbit(v) {
-			b = append(b, '-')
-		}
-		b = strconv.AppendUint(b, uint64(a), 10)
-		return append(b, ".000000"...), true
+		whole = uint64(a)
 	case a < 1<<32:
 		q := a * 1e6
 		r := math.Floor(q)
+		n := uint64(r)
 		switch f := q - r; {
 		case f < 0.25:
-			n = uint64(r)
 		case f > 0.75:
-			n = uint64(r) + 1
+			n++
 		default:
 			return b, false
 		}
+		whole, frac = n/1e6, n%1e6
 	default:
 		return b, false
 	}
 	if math.Signbit(v) {
 		b = append(b, '-')
 	}
-	b = strconv.AppendUint(b, n/1e6, 10)
-	frac := n % 1e6
+	b = strconv.AppendUint(b, whole, 10)
 	b = append(b, '.')
 	for d := uint64(100000); d > 0; d /= 10 {
 		b = append(b, byte('0'+frac/d%10))

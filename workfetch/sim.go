@@ -1233,14 +1233,19 @@ func newUnixTime(t time.Time) unixTime {
 // case, u without a monotonic reading, is inlined.
 func (u *unixTime) secondsTo(t time.Time) float64 {
 	if d := t.Unix() - u.sec; u.ok && !u.mono && uint64(d+secLim) < 2*secLim {
-		if ns := int64(t.Nanosecond()) - u.nsec; ns != 0 {
-			return time.Duration(d*1e9 + ns).Seconds()
-		}
-		// Whole seconds apart (deadlines usually are): Seconds() would
-		// give float64(d) + 0/1e9, the same without the divisions.
-		return float64(d)
+		return spanSeconds(d, int64(t.Nanosecond())-u.nsec)
 	}
 	return u.secondsToSlow(t)
+}
+
+// spanSeconds is time.Duration(d s + ns ns).Seconds() for |d| < secLim.
+// Whole seconds apart (deadlines usually are), Seconds() would give
+// float64(d) + 0/1e9: the same without the divisions.
+func spanSeconds(d, ns int64) float64 {
+	if ns != 0 {
+		return time.Duration(d*1e9 + ns).Seconds()
+	}
+	return float64(d)
 }
 
 const secLim = 1 << 33
@@ -1255,10 +1260,7 @@ func wallSeconds(a, b time.Time) float64 {
 	if uint64(d+secLim) >= 2*secLim {
 		return b.Round(0).Sub(a.Round(0)).Seconds()
 	}
-	if ns := int64(b.Nanosecond()) - int64(a.Nanosecond()); ns != 0 {
-		return time.Duration(d*1e9 + ns).Seconds()
-	}
-	return float64(d)
+	return spanSeconds(d, int64(b.Nanosecond())-int64(a.Nanosecond()))
 }
 
 func (u *unixTime) secondsToSlow(t time.Time) float64 {
