@@ -60,9 +60,12 @@ func TestWorkFetchWaitsForUpload(t *testing.T) {
 	srv := testsupport.StartProject(t, testproject.Config{
 		MaxJobsPerRPC: 2,
 		TotalJobs:     4,
-		RequestDelay:  time.Second,
-		Job:           testproject.JobTemplate{CommandLine: "--seconds 1", FpopsEst: 1e9},
-		Faults:        testproject.Faults{UploadDelay: 2 * time.Second},
+		// The tasks (1 s) must end and their uploads start well before
+		// the request delay lets the next request go, even on a loaded
+		// host under -race; the uploads then outlast the delay.
+		RequestDelay: 3 * time.Second,
+		Job:          testproject.JobTemplate{CommandLine: "--seconds 1", FpopsEst: 1e9},
+		Faults:       testproject.Faults{UploadDelay: 4 * time.Second},
 	})
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
 		o.PollInterval = 200 * time.Millisecond
@@ -71,7 +74,7 @@ func TestWorkFetchWaitsForUpload(t *testing.T) {
 		o.FetchBackoffMin = 600 * time.Second
 		o.MaxReportDelay = time.Hour
 	})
-	testsupport.WaitFor(t, 20*time.Second, "a second scheduler request", func() bool { return srv.Stats().RPCs >= 2 })
+	testsupport.WaitFor(t, 20*time.Second, "a second scheduler request processed", func() bool { return srv.Stats().Processed >= 2 })
 	st := srv.Stats()
 	if len(st.Sent) < 2 {
 		t.Fatalf("first request got %d jobs, want 2", len(st.Sent))

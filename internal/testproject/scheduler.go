@@ -170,6 +170,9 @@ func (s *Server) handleScheduler(w http.ResponseWriter, r *http.Request) {
 	var reply []byte
 	if fault == faultNone {
 		reply = s.processRPC(body, readErr, base)
+		s.mu.Lock()
+		s.stats.Processed++
+		s.mu.Unlock()
 		if rewrite != nil {
 			if out := rewrite(rpcN, reply); !bytes.Equal(out, reply) {
 				s.log.Info("testproject: scheduler reply rewritten (fault)", "rpc", rpcN, "bytes", len(out))

@@ -48,7 +48,13 @@ import (
 
 // Stats is a snapshot of what the server saw; maps and slices are copies.
 type Stats struct {
-	RPCs int
+	// RPCs counts scheduler requests as they arrive, before they are
+	// processed; Processed counts the unfaulted ones whose processing is
+	// over (their reports counted, their jobs handed out), so a test that
+	// reads Reported or Sent after the Nth request waits for
+	// Processed ≥ N.
+	RPCs      int
+	Processed int
 	// Sent lists the result names handed out, in order.
 	Sent []string
 	// Reported counts how many processed RPCs reported each result.
