@@ -74,6 +74,7 @@ func (h *harness) waitAttach() guirpc.AttachStatus {
 }
 
 func TestWizardWebRPCs(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		Name:     "wizard project",
 		Accounts: []testproject.Account{{Email: "Vol@Example.org", Password: "secret", UserName: "vol"}},
@@ -129,6 +130,7 @@ func TestWizardWebRPCs(t *testing.T) {
 
 // A new request replaces the one in flight: its late reply is dropped.
 func TestWizardWebRPCReplaced(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -160,6 +162,7 @@ func TestWizardWebRPCReplaced(t *testing.T) {
 }
 
 func TestAttachPollFollowsFirstContact(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	good := testsupport.StartProject(t, testproject.Config{Name: "good", Authenticator: "right-key", TotalJobs: 1,
 		// The first master page waits for the test, which sees the
@@ -220,6 +223,7 @@ func TestAttachPollFollowsFirstContact(t *testing.T) {
 }
 
 func TestWebErrNum(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want int

@@ -31,6 +31,7 @@ func signURL(t *testing.T, key *rsa.PrivateKey, url string) string {
 }
 
 func TestPlanAcctMgrReply(t *testing.T) {
+	t.Parallel()
 	key, err := rsa.GenerateKey(rand.Reader, 1024)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +107,7 @@ func TestPlanAcctMgrReply(t *testing.T) {
 }
 
 func TestAcctMgrBackoff(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		n    int
 		r    float64
@@ -131,6 +133,7 @@ func TestAcctMgrBackoff(t *testing.T) {
 }
 
 func TestAcctMgrSigningKey(t *testing.T) {
+	t.Parallel()
 	k1, _ := rsa.GenerateKey(rand.Reader, 1024)
 	k2, _ := rsa.GenerateKey(rand.Reader, 1024)
 	t1, t2 := codesign.FormatPublicKey(&k1.PublicKey), codesign.FormatPublicKey(&k2.PublicKey)
@@ -201,6 +204,7 @@ func (h *harness) amInfo() (guirpc.AcctMgrInfoOut, acctMgrInfo) {
 // attaches the AM's projects, marked, with its share; the membership
 // (never the clear password) survives a restart; a failing AM backs off.
 func TestAcctMgrJoinPersistBackoff(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{Name: "p"})
 	am, err := testproject.NewAccountManager("Unit AM", nil, nil)
 	if err != nil {
@@ -344,6 +348,7 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 // TestAcctMgrFeedAndMessages: the AM's messages and its news feed become
 // notices under its name; leaving the AM drops them.
 func TestAcctMgrFeedAndMessages(t *testing.T) {
+	t.Parallel()
 	news := testsupport.StartProject(t, testproject.Config{Name: "news", News: &testproject.NewsFeed{Items: []testproject.NewsItem{
 		{Title: "AM news", Description: "All hosts: new projects on the AM", GUID: "am-1", PubDate: time.Now().Add(-time.Hour)},
 	}}})
@@ -400,6 +405,7 @@ func mapKeysOf(m map[string]string) []string {
 // that refuses it at first (down at boot, a login being fixed) keeps
 // trying with the failure backoff, and joins once the AM accepts it.
 func TestAcctMgrConfigJoinRetried(t *testing.T) {
+	t.Parallel()
 	am, err := testproject.NewAccountManager("Retry AM", nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -64,6 +64,7 @@ func (d *Daemon) testResult(name string) *boinc.Result {
 }
 
 func TestAppConfigUsage(t *testing.T) {
+	t.Parallel()
 	type usage struct {
 		rsc          workfetch.Rsc
 		ncpus, ngpus float64
@@ -122,6 +123,7 @@ func TestAppConfigUsage(t *testing.T) {
 }
 
 func TestAppConfigLimitsReachCore(t *testing.T) {
+	t.Parallel()
 	d := acDaemon(t, "<app_config><app><name>sci</name><max_concurrent>1</max_concurrent></app><project_max_concurrent>2</project_max_concurrent></app_config>")
 	g1, m1 := d.limitGroup(d.testResult("cpu_0"))
 	g2, m2 := d.limitGroup(d.testResult("gpu_0"))
@@ -141,6 +143,7 @@ func TestAppConfigLimitsReachCore(t *testing.T) {
 }
 
 func TestAppConfigReportAndFractionDone(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		file           string
 		cpuNow, othNow bool // report at once: sci's task, other's task
@@ -184,6 +187,7 @@ func TestAppConfigReportAndFractionDone(t *testing.T) {
 // An <app_version> entry whose plan class matches none of the app's
 // versions is said once, in the C++ client's words, with its line.
 func TestAppConfigUnmatchedPlanClass(t *testing.T) {
+	t.Parallel()
 	var logs testsupport.LogBuffer
 	d := acDaemon(t, "")
 	d.log = slog.New(slog.NewJSONHandler(&logs, nil))
@@ -210,6 +214,7 @@ func TestAppConfigUnmatchedPlanClass(t *testing.T) {
 // group), and the simulation built from them defers the project's CPU
 // work, so work fetch stops asking for it.
 func TestAppConfigCoreInput(t *testing.T) {
+	t.Parallel()
 	d := acDaemon(t, "<app_config><app><name>sci</name><max_concurrent>1</max_concurrent></app></app_config>")
 	for i := range 3 {
 		name := "more_" + string(rune('a'+i))

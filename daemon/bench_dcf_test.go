@@ -10,6 +10,7 @@ import (
 // A new benchmark moves every project's DCF with it (except projects
 // that told us not to use one), so estimates stay where they were.
 func TestRescaleDCFs(t *testing.T) {
+	t.Parallel()
 	d := &Daemon{st: newClientState(), sched: map[string]*workfetch.ProjectState{}}
 	d.st.projects["http://a/"] = &boinc.Project{MasterURL: "http://a/"}
 	d.st.projects["http://b/"] = &boinc.Project{MasterURL: "http://b/", DontUseDCF: true}

@@ -42,6 +42,7 @@ func parseTOML(t *testing.T, s string) *config.Config {
 // One rule: a key boincd.toml (or the command line) sets wins, cc_config.xml
 // decides the rest, defaults fill in; a disagreement is a conflict.
 func TestEffectiveSettingsPrecedence(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		toml      string
@@ -149,6 +150,7 @@ func bareDaemon(t *testing.T, tomlText, cc string) (*Daemon, *bytes.Buffer) {
 }
 
 func TestCCOptionEffectsOnTheHost(t *testing.T) {
+	t.Parallel()
 	d, _ := bareDaemon(t, "", "")
 	if d.usableCPUs() != 8 || d.reportedHost().PNCPUs != 8 || d.reportedHost().IPAddr == "" {
 		t.Fatalf("defaults: %d cpus, host %+v", d.usableCPUs(), d.reportedHost())
@@ -176,6 +178,7 @@ func TestCCOptionEffectsOnTheHost(t *testing.T) {
 }
 
 func TestCCOptionEffectsOnSuspension(t *testing.T) {
+	t.Parallel()
 	d, _ := bareDaemon(t, "", "<start_delay>30</start_delay>")
 	now := d.startTime.Add(10 * time.Second)
 	if cpu, _, _ := d.suspendReasons(now); cpu != hostcond.ReasonInitialDelay {
@@ -214,6 +217,7 @@ func TestCCOptionEffectsOnSuspension(t *testing.T) {
 }
 
 func TestCCOptionEffectsOnWorkAndReports(t *testing.T) {
+	t.Parallel()
 	d, _ := bareDaemon(t, "", "<fetch_minimal_work/>")
 	req := workfetch.Request{Project: 0, Reason: "CPU major shortfall"}
 	req.Secs[workfetch.CPU], req.Instances[workfetch.CPU] = 86400, 8
@@ -257,6 +261,7 @@ func TestCCOptionEffectsOnWorkAndReports(t *testing.T) {
 }
 
 func TestCCOptionEffectsOnTransfersAndFiles(t *testing.T) {
+	t.Parallel()
 	d, _ := bareDaemon(t, "", "")
 	if total, per := d.xferLimits(); total != 8 || per != 2 {
 		t.Errorf("default limits %d/%d", total, per)
@@ -294,6 +299,7 @@ func TestCCOptionEffectsOnTransfersAndFiles(t *testing.T) {
 }
 
 func TestCCOptionEffectsOnHistoryAndBenchmarks(t *testing.T) {
+	t.Parallel()
 	d, _ := bareDaemon(t, "", "<save_stats_days>3</save_stats_days><rec_half_life_days>1</rec_half_life_days><skip_cpu_benchmarks/>")
 	day := statsDay(time.Now())
 	var list []boinc.DailyStats
@@ -333,6 +339,7 @@ func TestCCOptionEffectsOnHistoryAndBenchmarks(t *testing.T) {
 }
 
 func TestCCOptionEffectsOnProxyAndFeeds(t *testing.T) {
+	t.Parallel()
 	d, logs := bareDaemon(t, "", "<proxy_info><use_http_proxy/><http_server_name>proxy.example</http_server_name><http_server_port>3128</http_server_port></proxy_info><no_info_fetch/>")
 	gui := boinc.DefaultProxyInfo()
 	d.proxy.Store(&gui)
@@ -359,6 +366,7 @@ func TestCCOptionEffectsOnProxyAndFeeds(t *testing.T) {
 }
 
 func TestCCOptionEffectsOnGPUs(t *testing.T) {
+	t.Parallel()
 	gpu := func(i int) coproc.GPU {
 		return coproc.GPU{UUID: "GPU-" + string(rune('a'+i)), Name: "Test", Index: i, Major: 8, TotalMem: 1 << 34, Usable: true}
 	}
@@ -398,6 +406,7 @@ func TestCCOptionEffectsOnGPUs(t *testing.T) {
 }
 
 func TestTrimToTail(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "stderr.txt")
 	if n, err := trimToTail(path, 10); n != 0 || err != nil {
 		t.Fatalf("missing file: %d %v", n, err)
@@ -419,6 +428,7 @@ func TestTrimToTail(t *testing.T) {
 
 // <log_flags> reach the logger: a debug flag brings its records in.
 func TestCCLogFlagsApplied(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	var d *Daemon
 	d, _ = bareDaemon(t, "", "")

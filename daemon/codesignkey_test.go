@@ -16,6 +16,7 @@ import (
 // is refused, the old key kept, and a project reset is what makes the
 // client trust a new key.
 func TestCodeSignKeyRollover(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		signed  bool

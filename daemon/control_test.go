@@ -16,6 +16,7 @@ import (
 // project; detach over GUI RPC removes it, and a reload of the unchanged
 // config does not attach it again behind the volunteer's back.
 func TestProjectResetAndRPCDetach(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 60", InputSize: 1000},
 		TotalJobs: 2,

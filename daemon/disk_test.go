@@ -10,6 +10,7 @@ import (
 )
 
 func TestDiskShares(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		allowed  float64
@@ -80,6 +81,7 @@ func TestDiskShares(t *testing.T) {
 // d_project_share of each of the reference client's scheduler requests
 // (fixtures/boinc-7.20/scheduler: one project, default disk prefs).
 func TestReferenceDiskShare(t *testing.T) {
+	t.Parallel()
 	const dTotal = 270553174016.0
 	prefs := prefsView{DiskMaxUsedGB: 0, DiskMaxUsedPct: 90, DiskMinFreeGB: 0.1}
 	tests := []struct {
@@ -108,6 +110,7 @@ func TestReferenceDiskShare(t *testing.T) {
 // client's dir_size_alloc: a one-byte file takes a block, a sparse file
 // only what it holds.
 func TestDirSizeAllocated(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("no block counts on Windows")
 	}

@@ -43,6 +43,7 @@ exit 0
 // container here (not installed, not root, no image and no way to build
 // one, a sandbox that refuses containers).
 func TestContainerJobWithPodman(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the job runs as another account (app_user), as rootless podman")
 	}

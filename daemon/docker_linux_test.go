@@ -117,6 +117,7 @@ func containerNotices(ns []notices.Notice) []notices.Notice {
 // there and nothing is reported; dont_use_docker skips the detection,
 // puts <dont_use_docker/> in requests and shows no notice.
 func TestContainerEngineReporting(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name        string
 		version     string
@@ -233,6 +234,7 @@ func writeTestFile(t *testing.T, path, body string) {
 // reset_host_info detects again; an engine installed after start is
 // found by the PATH lookup without a restart, and the notice goes.
 func TestContainerRedetection(t *testing.T) {
+	t.Parallel()
 	eng := newFakeEngine(t, "docker", "something that is not docker", helloOK, "", "")
 	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), config.Default(), func(o *Options) { o.Containers = eng.runner() })
 	testsupport.WaitFor(t, 20*time.Second, "the missing-engine notice", func() bool { return len(containerNotices(h.notices(t))) == 1 })
@@ -260,6 +262,7 @@ func TestContainerRedetection(t *testing.T) {
 // At start and after a detach, BOINC's images and containers that no
 // task uses are removed; other images and containers are left alone.
 func TestContainerCleanup(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{})
 	esc := strings.ToLower(boinc.EscapeProjectURL(srv.URL()))
 	ps := strings.Join([]string{"boinc__" + esc + "__gone_0", "boinc__old.example.org__x_0", "postgres"}, "\n")
@@ -301,6 +304,7 @@ func TestContainerCleanup(t *testing.T) {
 }
 
 func TestNoticeReasonIsShort(t *testing.T) {
+	t.Parallel()
 	long := "podman 4.3.1 cannot run a container: exit status 126: " + strings.Repeat("é", 300)
 	for _, tc := range []struct{ in, want string }{
 		{"podman not found", "podman not found"},

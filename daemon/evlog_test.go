@@ -16,6 +16,7 @@ import (
 // still be logged by the daemon (or a package it gives its logger to): a renamed message would silently fall
 // back to the raw rendering in BOINC Manager.
 func TestEventLogWordedMessagesAreLogged(t *testing.T) {
+	t.Parallel()
 	var src strings.Builder
 	// The daemon's records, and those of the packages it gives its
 	// logger to.
@@ -53,6 +54,7 @@ func TestEventLogWordedMessagesAreLogged(t *testing.T) {
 // reason, whatever suspends it; the GPU has lines of its own only where
 // there are GPUs and computing as a whole runs.
 func TestSuspendChangesLogged(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	type step struct {
 		run, gpu, net int

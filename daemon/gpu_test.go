@@ -20,6 +20,7 @@ import (
 // for the core, scheduler requests describe them in <coprocs> with the
 // request for them, and schedule instance numbers map to CUDA devices.
 func TestGPUsReachCoreAndRequests(t *testing.T) {
+	t.Parallel()
 	info := coproc.ProbeNVIDIA(dgxa100.New())
 	if info.Err != nil || len(info.GPUs) == 0 {
 		t.Skipf("mock probe found no GPUs: %v", info.Err)

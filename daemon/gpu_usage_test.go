@@ -31,6 +31,7 @@ import (
 // its init_data.xml and shown so over GUI RPC; without app_config.xml,
 // or with gpu_usage 1, one runs at a time although more wait.
 func TestGPUUsageSharesOneGPU(t *testing.T) {
+	t.Parallel()
 	const app = "gpuapp"
 	gpuVersions := func(gpu, cpu string) string {
 		return "<app_config>\n<app>\n<name>" + app + "</name>\n<gpu_versions>\n<gpu_usage>" + gpu +

@@ -13,6 +13,7 @@ import (
 )
 
 func TestDiskAllowed(t *testing.T) {
+	t.Parallel()
 	const gb = 1 << 30 // the C++ client's GIGA
 	// The reference client's own numbers (fixtures/boinc-7.20 scheduler
 	// request 01): d_total, d_free, BOINC's usage and the default prefs.
@@ -42,6 +43,7 @@ func TestDiskAllowed(t *testing.T) {
 }
 
 func TestClockJump(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		mono, wall time.Duration
 		jump       bool
@@ -60,6 +62,7 @@ func TestClockJump(t *testing.T) {
 // A disk limit reached shows as a named warning over GUI RPC and stops
 // work fetch: the project gets no request for work.
 func TestHealthDiskLimitStopsFetch(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 60", InputSize: 1000},
 		TotalJobs: 2,

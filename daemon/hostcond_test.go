@@ -13,6 +13,7 @@ import (
 // request, "always" ignores the conditions, "auto" reports them; the GPU
 // is suspended whenever computing is.
 func TestSuspendReasons(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	busy := hostcond.Decision{Computing: hostcond.ReasonCPUUsage, GPU: hostcond.ReasonCPUUsage}
 	tests := []struct {
@@ -56,6 +57,7 @@ func TestSuspendReasons(t *testing.T) {
 
 // A temporary mode lasts its duration, then the permanent one is back.
 func TestRunModeTemporary(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	var m runMode
 	if err := m.set(ModeNever, time.Hour, now); err != nil {
@@ -78,6 +80,7 @@ func TestRunModeTemporary(t *testing.T) {
 // A suspension is logged when what is suspended changes, not every second
 // as its countdown text ("last input 7s ago") does.
 func TestHostSuspensionLoggedOnce(t *testing.T) {
+	t.Parallel()
 	logs := &testsupport.LogBuffer{}
 	d := &Daemon{hostc: newHostState(), log: slog.New(slog.NewJSONHandler(logs, nil))}
 	d.hostc.prefs.SuspendCPUUsage, d.hostc.prefs.NIUSuspendCPUUsage = 0, 0

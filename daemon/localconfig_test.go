@@ -16,6 +16,7 @@ import (
 // read_cc_config; a problem is logged once with its file and line, and
 // an app name the project does not have is named with the apps it has.
 func TestLocalConfigRead(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 0})
 	dataDir := filepath.Join(t.TempDir(), "data")
 	url := srv.URL()

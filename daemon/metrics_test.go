@@ -18,6 +18,7 @@ import (
 // states, per-project processing, RPC outcomes, transfers, host facts and
 // health; no task names and no account key.
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 3", InputSize: 1000},
 		TotalJobs: 2,

@@ -37,6 +37,7 @@ func hasNotice(ns []notices.Notice, desc string) bool {
 // key hidden) and the error; the notices already there stay, and the
 // feed is not fetched while network activity is suspended.
 func TestNewsFeedFailure(t *testing.T) {
+	t.Parallel()
 	const notice = "a scheduler notice"
 	var srv *testproject.Server
 	srv = testsupport.StartProject(t, testproject.Config{TotalJobs: 1, Notices: []string{notice}, Faults: testproject.Faults{RewriteReply: func(_ int, reply []byte) []byte {
@@ -79,6 +80,7 @@ func TestNewsFeedFailure(t *testing.T) {
 
 // Network mode "never": no feed is fetched.
 func TestNewsFeedNotFetchedWithoutNetwork(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 	h := startDaemon(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -103,6 +105,7 @@ func TestNewsFeedNotFetchedWithoutNetwork(t *testing.T) {
 
 // Client notices follow the health warnings.
 func TestClientNoticesFollowHealth(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t)
 	testsupport.WaitFor(t, 20*time.Second, "the no_projects notice", func() bool {
 		for _, n := range h.notices(t) {

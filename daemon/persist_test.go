@@ -32,6 +32,7 @@ func persistDaemon(t *testing.T, logs *bytes.Buffer) *Daemon {
 }
 
 func TestRemoveAfterCommit(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		failing   bool // the commit fails (closed store)
@@ -73,6 +74,7 @@ func TestRemoveAfterCommit(t *testing.T) {
 // sets flushFailing, is not retried before its backoff, and the recovery
 // is logged as "state writes work again".
 func TestFlushFailureEpisode(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	d := persistDaemon(t, &logs)
 	path := d.store.Path()
@@ -116,6 +118,7 @@ func TestFlushFailureEpisode(t *testing.T) {
 // scheduler request may go out (stateAtRisk); the daemon says so once,
 // retries, and says when the reserve is back.
 func TestReserveGatesRequests(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	d := persistDaemon(t, &logs)
 	d.opt.StateReserve = 64 << 10
@@ -167,6 +170,7 @@ func TestReserveGatesRequests(t *testing.T) {
 // projects send) adds to the state file, and checks that it fits in the
 // default reserve.
 func TestReserveFitsFullQueueReply(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	d := persistDaemon(t, &logs)
 	const url = "https://einstein.phys.uwm.edu/"

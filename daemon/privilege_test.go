@@ -25,6 +25,7 @@ import (
 // queued (nothing fails, nothing is lost), the refusal is logged once and
 // shown as a health problem.
 func TestRootAppsRefused(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the refusal concerns a daemon running as root")
 	}
@@ -97,6 +98,7 @@ const (
 // good and one bad GUI RPC login, and checks that neither secret appears
 // in any log record or in a /metrics scrape.
 func TestNoSecretsInLogsOrMetrics(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 1000},
 		TotalJobs: 2,

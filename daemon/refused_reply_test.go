@@ -17,6 +17,7 @@ import (
 // jobs in it. The next request must carry the host id from it, or a real
 // server matches the host by CPID and marks its jobs as client errors.
 func TestRefusedReplyKeepsHostID(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		TotalJobs: 3,
 		Faults: testproject.Faults{RewriteReply: func(rpc int, reply []byte) []byte {
@@ -46,6 +47,7 @@ func TestRefusedReplyKeepsHostID(t *testing.T) {
 // The web links of the stock gui_urls.xml (with its bare '&') reach the
 // GUI RPC state the Manager reads, and survive a restart.
 func TestProjectWebLinksFromReply(t *testing.T) {
+	t.Parallel()
 	links := "<gui_urls>\n<gui_url><name>Your account</name><description>View your account</description><url>URL/home.php</url></gui_url>\n</gui_urls>\n" +
 		"<rss_feeds><rss_feed><url>URL/notices.php?userid=1&auth=1_abc</url><poll_interval>86400</poll_interval></rss_feed></rss_feeds>\n"
 	var srv *testproject.Server

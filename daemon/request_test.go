@@ -17,6 +17,7 @@ import (
 // measured rates and the disk use and share as the C++ client computes
 // them (allocated blocks; the share from the disk preferences).
 func TestRequestNetStatsAndDiskUsage(t *testing.T) {
+	t.Parallel()
 	const a, b = "http://a.example/", "http://b.example/"
 	tests := []struct {
 		name      string

@@ -18,6 +18,7 @@ import (
 // minute's check. The first request asks for a job per idle CPU, so both
 // tasks run at once.
 func TestReportsFollowTaskEnd(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		MaxJobsPerRPC: 2,
 		RequestDelay:  time.Second,
@@ -57,6 +58,7 @@ func TestReportsFollowTaskEnd(t *testing.T) {
 // result at once, instead of one request for work seconds before another
 // for the report (seen against the real BOINC server, bench/fetchsizes).
 func TestWorkFetchWaitsForUpload(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		MaxJobsPerRPC: 2,
 		TotalJobs:     4,

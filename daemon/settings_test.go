@@ -85,6 +85,7 @@ func guiDo(t *testing.T, h *harness, a guirpc.Action) {
 // request, download, upload), hosts on no_proxy go direct, and the
 // setting survives a restart.
 func TestProxySettingsCarryRequests(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 1000, ReportImmediately: true},
 		TotalJobs: 1,
@@ -164,6 +165,7 @@ func guiStateOf(t *testing.T, h *harness) *guirpc.State {
 // product name reaches the project and survives a restart; host info can
 // be probed again.
 func TestGUIConfigFilesAndHostInfo(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 0})
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := projectsConfig(srv)
@@ -229,6 +231,7 @@ func TestGUIConfigFilesAndHostInfo(t *testing.T) {
 // Scheduler requests count in the day's traffic, as with the C++ client:
 // a host that only talks to its projects still shows what it sent.
 func TestSchedulerTrafficInDailyHistory(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 0})
 	h := startDaemon(t, srv)
 	testsupport.WaitFor(t, 30*time.Second, "a scheduler request", func() bool { return srv.Stats().RPCs > 0 })
@@ -242,6 +245,7 @@ func TestSchedulerTrafficInDailyHistory(t *testing.T) {
 // read as it is on disk now (as the C++ client's get_global_prefs_override
 // reads it), off the owner goroutine.
 func TestSnapshotPrefsOverride(t *testing.T) {
+	t.Parallel()
 	h := startDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

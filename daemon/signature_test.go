@@ -48,6 +48,7 @@ func tamperSignatures(h http.Handler) http.Handler {
 // deleted, the task fails with the C++ client's download error and is
 // reported (so the server can reissue it), and nothing is retried.
 func TestAppSignatureRefused(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		unsigned bool

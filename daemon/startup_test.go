@@ -19,6 +19,7 @@ import (
 // the project is asked for work. skip_cpu_benchmarks starts on the
 // placeholders at once.
 func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		bench time.Duration // Options.BenchmarkDuration (per kernel)

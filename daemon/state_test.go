@@ -11,6 +11,7 @@ import (
 // the state stored under the entities' own Key(), and the sorted result
 // list must follow additions, removals and deadline changes.
 func TestClientStateLookupsAndSortedResults(t *testing.T) {
+	t.Parallel()
 	cs := newClientState()
 	const url = "https://example.org/p/"
 	for _, vn := range []int{-3, 0, 7, 1234567} {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAddDailyStats(t *testing.T) {
+	t.Parallel()
 	day := func(n int) time.Time { return time.Unix(int64(20000+n)*86400, 0) }
 	entry := func(n int, credit float64) boinc.DailyStats {
 		return boinc.DailyStats{Day: day(n), UserTotalCredit: credit}
@@ -47,6 +48,7 @@ func TestAddDailyStats(t *testing.T) {
 }
 
 func TestStatsDay(t *testing.T) {
+	t.Parallel()
 	// 1795634000 is 2026-11-25 18:33:20 UTC; the C++ client files it under
 	// that day's UTC midnight whatever the local zone.
 	if got := statsDay(time.Unix(1795634000, 0)).Unix(); got != 1795564800 {
@@ -58,6 +60,7 @@ func TestStatsDay(t *testing.T) {
 }
 
 func TestDailyXferAndQuota(t *testing.T) {
+	t.Parallel()
 	const day = 86400 * time.Second
 	t0 := time.Unix(20782*86400+3600, 0)
 	var list []boinc.DailyXfer
@@ -102,6 +105,7 @@ func TestDailyXferAndQuota(t *testing.T) {
 // transfer volumes survive a restart, and a detach removes the project's
 // statistics.
 func TestStatsPersisted(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	d := persistDaemon(t, &logs)
 	const url = "http://example.org/p/"
@@ -159,6 +163,7 @@ func TestStatsPersisted(t *testing.T) {
 // project reports jobs succeeded, their elapsed time and a statistics row
 // in GUI RPC's snapshot.
 func TestJobsCountedEndToEnd(t *testing.T) {
+	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 1", ReportImmediately: true},
 		TotalJobs: 2,

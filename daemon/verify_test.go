@@ -162,6 +162,7 @@ func checkOutputs(t *testing.T, st testproject.Stats, inputSize, seconds int) {
 // before a first start while the daemon runs, and after a restart (where
 // a size change is caught by the start-up check already).
 func TestTamperedAppFileNotRun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		sameSize bool
@@ -218,6 +219,7 @@ func TestTamperedAppFileNotRun(t *testing.T) {
 // real input: the start-up check catches a missing or short file, the
 // check before the start a changed one.
 func TestInputFileRefetchedBeforeStart(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		damage  func(path string) error
@@ -304,6 +306,7 @@ func (b *blockFiles) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (ERR_FILE_MISSING) whose message names the file, never as a success.
 // The other task completes.
 func TestInputFileGoneFromServer(t *testing.T) {
+	t.Parallel()
 	for _, restart := range []bool{true, false} {
 		name := "daemon running"
 		if restart {
@@ -383,6 +386,7 @@ func TestInputFileGoneFromServer(t *testing.T) {
 // signature) and its hash recorded; an app file that no longer matches
 // its signature is fetched again instead, and never run.
 func TestUnsealedFilesVerifiedOnce(t *testing.T) {
+	t.Parallel()
 	const jobs, size = 1, 100
 	srv := testsupport.StartProject(t, testproject.Config{
 		TotalJobs: jobs,
@@ -474,6 +478,7 @@ func fileCheckDaemon(t testing.TB, data []byte) (*Daemon, *boinc.FileInfo) {
 // What the check before a start sees, and what the cheaper start-up
 // check (no hash) lets through.
 func TestFileProblem(t *testing.T) {
+	t.Parallel()
 	orig := []byte("#!/bin/sh\necho hello\n")
 	for _, tc := range []struct {
 		name       string
@@ -524,6 +529,7 @@ func must(t *testing.T, err error) {
 // A file that failed is out of use: removed, not present, its hash and
 // transfer state forgotten, the reason kept for the task's error.
 func TestRefetchMarksFile(t *testing.T) {
+	t.Parallel()
 	d, f := fileCheckDaemon(t, []byte("data"))
 	f.Xfer.NumRetries = 2
 	d.refetch(f, "content changed", "before task start", "task_1")

@@ -109,6 +109,7 @@ func ptr[T any](v T) *T { return &v }
 // detach an AM project itself, and keeps its projects, unmarked, when it
 // leaves the AM.
 func TestAcctMgrJoinFollowLeave(t *testing.T) {
+	t.Parallel()
 	boinccmdPath(t)
 	am := startAM(t)
 	ps := amProjects(t, 4)
@@ -250,6 +251,7 @@ func mapKeys(m map[string]string) []string {
 // TestAcctMgrThreeHostsConverge: three hosts in the same AM have the same
 // projects after one sync, and again after the AM changes them.
 func TestAcctMgrThreeHostsConverge(t *testing.T) {
+	t.Parallel()
 	boinccmdPath(t)
 	am := startAM(t)
 	ps := amProjects(t, 3)
@@ -301,6 +303,7 @@ func TestAcctMgrThreeHostsConverge(t *testing.T) {
 // sync and detach against boincd and the C++ client, on the same test
 // AM, and compares what each command printed and did.
 func TestAcctMgrBoinccmdLikeCppClient(t *testing.T) {
+	t.Parallel()
 	boinccmdPath(t)
 	bin := os.Getenv("BOINC_CLIENT")
 	if bin == "" {

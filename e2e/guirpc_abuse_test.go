@@ -58,6 +58,7 @@ type attackStats struct {
 // reset every time; wrong passwords were checked ~1,400 a second and
 // logged one line each.
 func TestGUIRPCAbuse(t *testing.T) {
+	t.Parallel()
 	boinccmdPath(t)
 	if os.Geteuid() != 0 {
 		t.Skip("the hostile peer runs as nobody: needs root")
@@ -323,6 +324,7 @@ func runAttack(sp attackSpec) attackStats {
 // sent a whole request. (Wrong passwords from the owner's own account do
 // slow the owner's logins, up to 8 s: the brake cannot tell who guesses.)
 func TestGUIRPCAbuseSameAccount(t *testing.T) {
+	t.Parallel()
 	boinccmdPath(t)
 	dir := newDataDir(t)
 	d, c := guiDaemon(t, "daemon", dir, childOptions{})

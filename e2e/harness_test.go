@@ -73,6 +73,7 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(envChild); spec != "" {
 		os.Exit(runChild(spec))
 	}
+	testsupport.RaiseParallel(testsupport.WaitingParallel)
 	os.Exit(m.Run())
 }
 

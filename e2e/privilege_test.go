@@ -92,6 +92,7 @@ func statusIDs(pid int) (uids, gids []string) {
 // nor read the GUI RPC password, and the task completes, uploads and is
 // reported as usual.
 func TestAppUser(t *testing.T) {
+	t.Parallel()
 	uid, gid := appAccountForTest(t)
 	p := startProject(t, testproject.Config{
 		Apps:      []testproject.App{testproject.ShellApp("privapp", privAppScript)},
@@ -169,6 +170,7 @@ func TestAppUser(t *testing.T) {
 // and reports nothing as failed; with allow_root_apps = true after a
 // reload (SIGHUP) the same task runs and is reported.
 func TestRootAppsRefusedByDefault(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("the refusal concerns a daemon running as root")
 	}

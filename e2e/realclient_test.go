@@ -22,6 +22,7 @@ import (
 // signatures, uploads and reports included. Skipped where the client is
 // not installed.
 func TestRealClientAgainstTestProject(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("boinc")
 	if err != nil {
 		t.Skip("the C++ BOINC client (package boinc-client) is not installed")

@@ -107,6 +107,7 @@ func wizPoll(t *testing.T, d *daemonProc, c *client.Client, poll string) string 
 }
 
 func TestManagerWizardAttachesByEmailAndPassword(t *testing.T) {
+	t.Parallel()
 	srv := wizProject(t)
 	d := startDaemon(t, "boincd", childOptions{DataDir: newDataDir(t)})
 	c := wizGUI(t, d)
@@ -187,6 +188,7 @@ func TestManagerWizardAttachesByEmailAndPassword(t *testing.T) {
 }
 
 func TestManagerWizardCreatesAccount(t *testing.T) {
+	t.Parallel()
 	srv := wizProject(t)
 	d := startDaemon(t, "boincd", childOptions{DataDir: newDataDir(t)})
 	c := wizGUI(t, d)
@@ -302,6 +304,7 @@ func wizCClient(t *testing.T) (addr, pass string) {
 }
 
 func TestBoinccmdAccountCommands(t *testing.T) {
+	t.Parallel()
 	boinccmdPath(t)
 	srv := wizProject(t)
 	d := startDaemon(t, "boincd", childOptions{DataDir: newDataDir(t)})

@@ -100,20 +100,24 @@ func TestDemoAppEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Progress and a checkpoint, then quit.
+	// Progress and a checkpoint, then quit. The wait also covers the
+	// resumed app's first CPU time: a loaded machine may have let the app
+	// checkpoint before the suspension, and may take a while to schedule
+	// it again.
 	var fractions []float64
 	var ckpt Status
-	waitFor(t, "a checkpoint", 60*time.Second, func() bool {
+	waitFor(t, "a checkpoint and CPU time after the resume", 60*time.Second, func() bool {
 		noEvent()
 		s := poll()
 		if s.FractionDone > 0 && (len(fractions) == 0 || s.FractionDone != fractions[len(fractions)-1]) {
 			fractions = append(fractions, s.FractionDone)
 		}
 		ckpt = s
-		if !s.Checkpointed {
+		done := s.Checkpointed && processCPU(t, pid) > c2
+		if !done {
 			time.Sleep(30 * time.Millisecond)
 		}
-		return s.Checkpointed
+		return done
 	})
 	if ckpt.CheckpointCPUTime <= 0 || ckpt.FractionDone <= 0 || ckpt.CPUTime < ckpt.CheckpointCPUTime {
 		t.Fatalf("checkpoint status %+v", ckpt)
