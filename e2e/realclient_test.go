@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,7 +50,16 @@ func TestRealClientAgainstTestProject(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cc_config.xml"), []byte(cc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
+	// The C++ client suspends computing while other programs use more
+	// than 25 % of the CPUs (suspend_cpu_usage), as the tests running
+	// beside this one do; the real-server suite writes the same override.
+	prefs := "<global_preferences>\n<suspend_cpu_usage>0</suspend_cpu_usage>\n" +
+		"<niu_suspend_cpu_usage>0</niu_suspend_cpu_usage>\n</global_preferences>\n"
+	if err := os.WriteFile(filepath.Join(dir, "global_prefs_override.xml"), []byte(prefs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Written by exec's copying goroutine while the test may read it.
+	var out lockedBuffer
 	cmd := exec.Command(bin, "--dir", dir, "--no_gpus", "--skip_cpu_benchmarks", "--no_info_fetch",
 		"--gui_rpc_port", strconv.Itoa(freePort(t)), "--allow_multiple_clients",
 		"--attach_project", srv.URL(), "0123456789abcdef0123456789abcdef")
@@ -102,4 +112,23 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// lockedBuffer is a bytes.Buffer that a process's output is copied into
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
