@@ -55,7 +55,9 @@ func TestProgressFromSharedMemory(t *testing.T) {
 	})
 	t.Logf("fraction done seen rising: %v; CPU %.2f s", fractions, cpu)
 
-	name, rr, st := waitReported(t, srv, 40*time.Second)
+	// 6 s of CPU: the bound leaves room for a machine whose CPUs the
+	// tests beside this one share (issue 32), not for a slower app.
+	name, rr, st := waitReported(t, srv, 120*time.Second)
 	if rr.State != resultSuccess || rr.ExitStatus != 0 {
 		t.Fatalf("reported state %d exit_status %d, want %d and 0; stderr:\n%s", rr.State, rr.ExitStatus, resultSuccess, rr.StderrOut)
 	}
@@ -115,9 +117,11 @@ func TestSuspendResume(t *testing.T) {
 		t.Fatalf("get_results has no process id for %s: %+v", tv.Name, ar)
 	}
 	pid := ar.PID
-	if used := cpuOver(t, pid, time.Second); used < 0.1 {
-		t.Fatalf("running app used %.2f s CPU in 1 s, want it busy", used)
-	}
+	// Busy before the suspension: a second in which it used 0.1 s of CPU
+	// or more, waited for, as a loaded machine may give it less for a while.
+	waitFor(t, 15*time.Second, "a second in which the running app uses 0.1 s of CPU", func() bool {
+		return cpuOver(t, pid, time.Second) >= 0.1
+	})
 
 	resultOp(t, gui, "suspend_result", tv.Project, tv.Name)
 	sent := time.Now()
