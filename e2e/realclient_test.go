@@ -3,18 +3,17 @@
 package e2e
 
 import (
-	"bytes"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/internal/testsupport"
 )
 
 // TestRealClientAgainstTestProject runs the real C++ BOINC client (Debian's
@@ -59,7 +58,7 @@ func TestRealClientAgainstTestProject(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Written by exec's copying goroutine while the test may read it.
-	var out lockedBuffer
+	var out testsupport.LogBuffer
 	cmd := exec.Command(bin, "--dir", dir, "--no_gpus", "--skip_cpu_benchmarks", "--no_info_fetch",
 		"--gui_rpc_port", strconv.Itoa(freePort(t)), "--allow_multiple_clients",
 		"--attach_project", srv.URL(), "0123456789abcdef0123456789abcdef")
@@ -112,23 +111,4 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-// lockedBuffer is a bytes.Buffer that a process's output is copied into
-// while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
