@@ -47,6 +47,7 @@ type report struct {
 	pkgTimes  map[string]float64
 	tests     []timed
 	failed    []string
+	why       []string // each failed test's own lines, repeated at the end
 }
 
 type timed struct {
@@ -115,6 +116,7 @@ func (r *report) add(e event) {
 		for _, l := range r.output[k] {
 			fmt.Fprint(r.out, l)
 		}
+		r.why = append(r.why, whyLines(r.short(e.Package)+" "+e.Test, r.output[k])...)
 		delete(r.output, k)
 		r.failed = append(r.failed, r.short(e.Package)+" "+e.Test)
 		if !strings.Contains(e.Test, "/") {
@@ -161,7 +163,42 @@ func (r *report) finish(top int) bool {
 	if len(r.failed) > 0 {
 		fmt.Fprintf(r.out, "== failed: %s\n", strings.Join(r.failed, ", "))
 	}
+	for _, l := range r.why {
+		fmt.Fprintln(r.out, l)
+	}
 	return ok
+}
+
+// whyLines picks, from a failed test's output, the lines its t.Error,
+// t.Fatal and t.Log calls began ("    x_test.go:12: message"), leaving
+// out their continuation lines (the daemon logs a test dumps when it
+// fails), so that the end of a CI log, which is all that may be shown of
+// it, still says why each test failed.
+func whyLines(test string, output []string) []string {
+	const keep, width = 8, 300
+	var lines []string
+	for _, o := range output {
+		l := strings.TrimRight(o, "\n")
+		rest, ok := strings.CutPrefix(l, "    ")
+		if !ok || rest == "" || rest[0] == ' ' || rest[0] == '\t' {
+			continue
+		}
+		file, _, found := strings.Cut(rest, ":")
+		if !found || !strings.HasSuffix(file, ".go") {
+			continue
+		}
+		if len(l) > width {
+			l = l[:width] + " …"
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	if len(lines) > keep {
+		lines = lines[len(lines)-keep:]
+	}
+	return append([]string{"== why " + test + " failed (its last lines of its own):"}, lines...)
 }
 
 func main() {
