@@ -90,3 +90,53 @@ func TestWorkFetchWaitsForUpload(t *testing.T) {
 		t.Error("no \"deferring work fetch; upload active\" in the log")
 	}
 }
+
+// When a request for work gets none, the CPU backs off (600 s or more at
+// production settings); each job's finished upload clears that backoff
+// (CLIENT_STATE::update_results → WORK_FETCH::clear_backoffs), so the next
+// request reports the job, and asks for work, at once, whatever the
+// report deadline. Two cases from issue 28, where boincd kept the backoff
+// and with a one-week deadline nothing was due to report:
+//
+//   - a project capping the jobs a host holds (max_wus_in_progress 2)
+//     answers "reached a limit on tasks in progress": the host ran two
+//     jobs and then sat idle (7 minutes against the real server, where the
+//     C++ client did all six in 105 s);
+//   - a project that briefly has no work, one job per reply: the second
+//     job was reported minutes after it ended (the C++ client: 35 s).
+//
+// Jobs outlast the 1 s request delay, so a request that finds every CPU
+// busy goes out, gets nothing and backs the CPU off.
+func TestFinishedJobClearsFetchBackoff(t *testing.T) {
+	t.Parallel()
+	week := 7 * 24 * time.Hour
+	cases := []struct {
+		name string
+		cfg  testproject.Config
+		jobs int
+	}{
+		{"in-progress limit", testproject.Config{MaxJobsPerRPC: 4, MaxInProgress: 2, TotalJobs: 6}, 6},
+		{"no work left", testproject.Config{MaxJobsPerRPC: 1, TotalJobs: 2}, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.cfg.RequestDelay = time.Second
+			c.cfg.Job = testproject.JobTemplate{CommandLine: "--seconds 3", FpopsEst: 3e9, Deadline: week}
+			srv := testsupport.StartProject(t, c.cfg)
+			start := time.Now()
+			h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
+				o.PollInterval = 200 * time.Millisecond
+				o.WorkFetchInterval = 60 * time.Second
+				o.RPCBackoffMin = 60 * time.Second
+				o.FetchBackoffMin = 600 * time.Second
+				o.MaxReportDelay = time.Hour
+			})
+			waitAllReported(t, srv, c.jobs, 45*time.Second)
+			if len(h.logs.Find("a job finished; fetch backoff cleared")) == 0 {
+				t.Error("no \"a job finished; fetch backoff cleared\" in the log")
+			}
+			t.Logf("%d jobs reported %.1f s after start; %d RPCs", c.jobs, time.Since(start).Seconds(), srv.Stats().RPCs)
+		})
+	}
+}

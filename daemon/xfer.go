@@ -12,6 +12,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/rpcclient"
+	"github.com/boincd/boincd/workfetch"
 )
 
 type xferInFlight struct {
@@ -124,8 +125,32 @@ func (d *Daemon) advanceUpload(r *boinc.Result, now time.Time) {
 		if err := r.SetPhase(boinc.PhaseUploaded); err == nil {
 			d.batch.PutResult(r)
 			d.taskLog(r).Info("task outputs uploaded; ready to report")
+			d.clearJobBackoff(r)
 		}
 	}
+}
+
+// clearJobBackoff ends the fetch backoff of the resource a finished job
+// used, as CLIENT_STATE::update_results does when a result's uploads end
+// (WORK_FETCH::clear_backoffs(*rp->avp)): a project that caps jobs in
+// progress (max_wus_in_progress) answers "reached a limit on tasks in
+// progress" and backs the resource off, and only a finished job makes
+// room. The next fetch asks at once and reports the job with it, where
+// keeping the backoff left the host idle until the report deadline
+// (issue 28).
+func (d *Daemon) clearJobBackoff(r *boinc.Result) {
+	st := d.sched[r.ProjectURL]
+	if st == nil {
+		return
+	}
+	rsc, _, _ := d.resultRsc(r)
+	if st.Backoff[rsc] == (workfetch.Backoff{}) {
+		return
+	}
+	st.Backoff[rsc].Clear()
+	d.saveSchedState(r.ProjectURL)
+	d.projectLog(d.st.projects[r.ProjectURL]).Debug("a job finished; fetch backoff cleared",
+		slog.String("resource", rsc.String()))
 }
 
 func (d *Daemon) xferCounts() (total int, per map[string]int) {

@@ -34,6 +34,12 @@ type Config struct {
 	// req_secs) and instances are covered, each job counting FpopsEst /
 	// app flops seconds and AvgNCPUs (NGPUs) instances.
 	MaxJobsPerRPC int
+	// MaxInProgress caps the jobs a host holds unreported, as a real
+	// project's config.xml <max_wus_in_progress> does: a request that
+	// would exceed it gets no more jobs and the real scheduler's
+	// message, "This computer has reached a limit on tasks in progress".
+	// 0 means no cap.
+	MaxInProgress int
 	// RequestDelay is sent as <request_delay> in every reply; it is the
 	// minimum time before the client's next RPC. 0 means the default of
 	// 5 s (what the reference server sent); a negative value sends 0, which

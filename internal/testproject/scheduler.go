@@ -275,8 +275,14 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 		return cpu
 	}
 	var jobs []*Job
+	inProgress := s.inProgressLocked(hostID)
+	capped := false
 	for !bool(req.DontSendWork) && len(jobs) < s.cfg.MaxJobsPerRPC {
 		if s.cfg.TotalJobs > 0 && s.nextJob >= s.cfg.TotalJobs {
+			break
+		}
+		if s.cfg.MaxInProgress > 0 && inProgress+len(jobs) >= s.cfg.MaxInProgress {
+			capped = cpu.open() || gpu.open()
 			break
 		}
 		app := s.nextAppLocked(func(a *appState) bool { return needFor(a).open() })
@@ -332,6 +338,11 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 	if len(jobs) == 0 {
 		rb.line(`<message priority="low">No tasks sent</message>`)
 	}
+	if capped {
+		// sched_send.cpp: the per-host limit message the real scheduler
+		// sends with the reply.
+		rb.line(`<message priority="low">This computer has reached a limit on tasks in progress</message>`)
+	}
 	s.writeNoticesLocked(&rb, base, hostID)
 	rb.line("</scheduler_reply>")
 	return rb.Bytes()
@@ -385,6 +396,18 @@ func (s *Server) recordReportLocked(name string, rr *reportResult, log interface
 			s.addErrorLocked("result %s reports md5 %s for output %s but the uploaded file has md5 %s", name, m, out, md5Hex(data))
 		}
 	}
+}
+
+// inProgressLocked counts the jobs sent to hostID that are not reported
+// yet (the reports of this request already counted).
+func (s *Server) inProgressLocked(hostID int64) int {
+	n := 0
+	for name, j := range s.jobs {
+		if j.HostID == hostID && s.stats.Reported[name] == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // checkLostJobsLocked logs jobs sent to this host that the client neither
