@@ -45,16 +45,20 @@ type Options struct {
 	// twice StallTimeout). Downloads and uploads are not bounded in total:
 	// their size is, and so their time by the low-speed rule.
 	ReplyTimeout time.Duration
-	// RPCTimeout bounds a scheduler RPC or master-page fetch much more
-	// tightly than ReplyTimeout, because the daemon makes one such exchange
-	// at a time and a slow server would hold up every other project's:
-	// the exchange, connecting and retries included, must end within
-	// RPCTimeout plus one second for every RPCBytesPerSec bytes it moved
-	// (request and reply), and never later than ReplyTimeout. A server that
-	// trickles (2 B/s, or anything well under RPCBytesPerSec) is cut off
-	// about RPCTimeout after the request began; a large reply over a slow
-	// link earns the time it needs while it keeps arriving at
-	// RPCBytesPerSec or more. Default 60 s; negative: ReplyTimeout only.
+	// RPCTimeout bounds the reply of a scheduler RPC or master-page fetch
+	// much more tightly than ReplyTimeout, because the daemon makes one
+	// such exchange at a time and a slow server would hold up every other
+	// project's: from the first reply byte, the reply must be whole within
+	// RPCTimeout plus one second for every RPCBytesPerSec bytes the
+	// exchange moved (request and reply), and never later than
+	// ReplyTimeout after the request began. A server that trickles (2 B/s,
+	// or anything well under RPCBytesPerSec) is cut off about RPCTimeout
+	// after it began to answer; a large reply over a slow link earns the
+	// time it needs while it keeps arriving at RPCBytesPerSec or more.
+	// Before the first reply byte only the C++ client's rules apply (the
+	// StallTimeout window and ReplyTimeout): a busy project's scheduler
+	// may think for minutes before it answers, and the C++ client waits
+	// for it (issue 28). Default 60 s; negative: ReplyTimeout only.
 	RPCTimeout time.Duration
 	// RPCBytesPerSec is the rate at which an RPC earns time beyond
 	// RPCTimeout (default 4096, a 32 kbit/s link).
@@ -286,8 +290,8 @@ func (e *StallError) Error() string {
 }
 
 // ReplyTimeoutError: a reply was still incomplete after Options.ReplyTimeout
-// or, for an RPC, after the time it was allowed (Options.RPCTimeout plus
-// what the bytes it moved earned).
+// or, for an RPC, the time it was allowed from its first byte
+// (Options.RPCTimeout plus what the bytes it moved earned).
 type ReplyTimeoutError struct {
 	URL     string
 	Timeout time.Duration
@@ -300,7 +304,7 @@ type ReplyTimeoutError struct {
 
 func (e *ReplyTimeoutError) Error() string {
 	if e.Base > 0 {
-		return fmt.Sprintf("%s: reply took longer than %s (%d bytes read; an RPC may take %s plus 1 s per %d bytes moved)",
+		return fmt.Sprintf("%s: reply took longer than %s from its first byte (%d bytes read; an RPC reply may take %s plus 1 s per %d bytes moved)",
 			e.URL, e.Timeout, e.Read, e.Base, e.Rate)
 	}
 	return fmt.Sprintf("%s: reply took longer than %s (%d bytes read)", e.URL, e.Timeout, e.Read)
@@ -421,7 +425,8 @@ type stallWatch struct {
 	timeout  time.Duration
 	minBytes int64
 	limit    exchangeLimit
-	began    time.Time
+	began    time.Time // the request's start: ReplyTimeout counts from here
+	answered time.Time // the first reply byte: RPCTimeout counts from here
 	cancel   context.CancelCauseFunc
 	idle     *time.Timer
 	window   *time.Timer
@@ -434,25 +439,40 @@ type stallWatch struct {
 	read     int64 // reply bytes read
 }
 
-// exchangeLimit bounds a whole exchange: base plus one second for every
-// rate bytes moved, never more than max. A zero base means max alone; a
-// zero max and base mean no bound.
+// exchangeLimit bounds an exchange: from its first reply byte, base plus
+// one second for every rate bytes moved; from its start, max. A zero base
+// means max alone; a zero max and base mean no bound.
 type exchangeLimit struct {
 	base time.Duration
 	rate int64
 	max  time.Duration
 }
 
-// allowed is how long the exchange may take, having moved moved bytes.
+// paced reports whether the limit has a reply allowance (base and rate).
+func (l exchangeLimit) paced() bool { return l.base > 0 && l.rate > 0 }
+
+// allowed is how long the reply may take from its first byte, the
+// exchange having moved moved bytes; 0 when only max applies.
 func (l exchangeLimit) allowed(moved int64) time.Duration {
-	if l.base <= 0 || l.rate <= 0 {
-		return l.max
+	if !l.paced() {
+		return 0
 	}
-	a := l.base + time.Duration(float64(moved)/float64(l.rate)*float64(time.Second))
-	if l.max > 0 && a > l.max {
-		a = l.max
+	return l.base + time.Duration(float64(moved)/float64(l.rate)*float64(time.Second))
+}
+
+// left is how long the exchange may still run at now, and whether the
+// reply allowance (rather than max) is what binds; ok is false when
+// nothing bounds it yet.
+func (w *stallWatch) left(now time.Time) (d time.Duration, paced, ok bool) {
+	if w.limit.max > 0 {
+		d, ok = w.limit.max-now.Sub(w.began), true
 	}
-	return a
+	if w.limit.paced() && !w.answered.IsZero() {
+		if p := w.limit.allowed(w.moved) - now.Sub(w.answered); !ok || p < d {
+			d, paced, ok = p, true, true
+		}
+	}
+	return d, paced, ok
 }
 
 // rpcLimit is the bound of a scheduler RPC or master-page fetch.
@@ -478,8 +498,8 @@ func (c *Client) watchTotal(ctx context.Context, url string, limit exchangeLimit
 	if w.minBytes > 0 {
 		w.window = time.AfterFunc(lim.stallTimeout, w.windowEnd)
 	}
-	if first := limit.allowed(0); first > 0 {
-		w.total = time.AfterFunc(first, w.totalEnd)
+	if limit.max > 0 {
+		w.total = time.AfterFunc(limit.max, w.totalEnd)
 	}
 	return ctx, w
 }
@@ -492,15 +512,18 @@ func (w *stallWatch) totalEnd() {
 	if w.stopped {
 		return
 	}
-	allowed := w.limit.allowed(w.moved)
-	if left := allowed - time.Since(w.began); left > 0 {
+	left, paced, ok := w.left(time.Now())
+	if !ok {
+		return
+	}
+	if left > 0 {
 		w.total.Reset(left)
 		return
 	}
-	te := &ReplyTimeoutError{URL: w.url, Timeout: allowed, Read: w.read}
-	if allowed < w.limit.max || w.limit.max <= 0 {
+	te := &ReplyTimeoutError{URL: w.url, Timeout: w.limit.max, Read: w.read}
+	if paced {
 		te.Base, te.Rate = w.limit.base, w.limit.rate
-		te.Timeout = allowed.Round(time.Millisecond)
+		te.Timeout = w.limit.allowed(w.moved).Round(time.Millisecond)
 	}
 	w.cancel(te)
 }
@@ -532,6 +555,16 @@ func (w *stallWatch) progress(n int) {
 		w.inWindow += int64(n)
 		w.moved += int64(n)
 		w.read += int64(n)
+		if w.answered.IsZero() && w.limit.paced() {
+			// The server began to answer: its reply allowance starts.
+			w.answered = time.Now()
+			d, _, _ := w.left(w.answered)
+			if w.total == nil {
+				w.total = time.AfterFunc(d, w.totalEnd)
+			} else {
+				w.total.Reset(d)
+			}
+		}
 	}
 	w.mu.Unlock()
 }

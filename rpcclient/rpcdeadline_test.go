@@ -15,9 +15,10 @@ import (
 
 // The RPC bound (Options.RPCTimeout, issue 14): the daemon makes one
 // scheduler RPC or master fetch at a time, so a server trickling its reply
-// must lose the slot about RPCTimeout after the request began, not after
+// must lose the slot about RPCTimeout after it began to answer, not after
 // the 5-minute stall window; while a large reply over a slow but working
-// link earns the time it needs.
+// link earns the time it needs, and a scheduler that thinks before it
+// answers is waited for as the C++ client waits (issue 28).
 
 // paced serves prefix, then filler bytes, then suffix, so that the whole
 // body of size total goes out at rate bytes per second (in 10 chunks a
@@ -48,7 +49,7 @@ func paced(prefix, suffix string, total int, rate int) http.Handler {
 }
 
 // TestRPCDeadlineTrickle: a scheduler reply or master page dripping at 2 B/s
-// ends with a ReplyTimeoutError about RPCTimeout after the request began,
+// ends with a ReplyTimeoutError about RPCTimeout after its first byte,
 // even though the stall window (5 min by default) and its 10 B/s minimum
 // would have let it run for 300 s.
 func TestRPCDeadlineTrickle(t *testing.T) {
@@ -150,4 +151,34 @@ func TestRPCDeadlineCappedByReplyTimeout(t *testing.T) {
 	if took > 4*time.Second {
 		t.Errorf("cut after %s, want about 1.5 s", took)
 	}
+}
+
+// TestRPCBusySchedulerWaitedFor: a scheduler that answers only after
+// three times RPCTimeout (a busy project's, or Apache's queue in front of
+// it) gets its reply through: before the first reply byte only the C++
+// client's rules apply (the 5-minute window of its low-speed limit and
+// ReplyTimeout), where boincd used to give up at RPCTimeout.
+func TestRPCBusySchedulerWaitedFor(t *testing.T) {
+	t.Parallel()
+	const base = 500 * time.Millisecond
+	busy := hostileServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(3 * base):
+		}
+		w.Header().Set("Content-Type", "text/xml")
+		_, _ = io.WriteString(w, "<scheduler_reply>\n<request_delay>9</request_delay>\n</scheduler_reply>\n")
+	}))
+	c := newTestClient(t, Options{RPCTimeout: base, RPCBytesPerSec: 4096})
+	start := time.Now()
+	reply, _, err := c.SchedulerRPC(context.Background(), busy.URL+"/cgi", []byte("<scheduler_request/>\n"))
+	if err != nil {
+		t.Fatalf("scheduler answering after %s: %v", 3*base, err)
+	}
+	if reply.RequestDelay != 9 {
+		t.Fatalf("reply %+v", reply)
+	}
+	t.Logf("figures: a scheduler silent for %s (RPC bound %s) answered; exchange took %s", 3*base, base, time.Since(start).Round(time.Millisecond))
 }
