@@ -581,19 +581,19 @@ func TestHangWhileReportingThenRestart(t *testing.T) {
 	srv := testsupport.StartProject(t, testproject.Config{TotalJobs: 1})
 	dataDir := filepath.Join(t.TempDir(), "data")
 	cfg := projectsConfig(srv)
-	// A report delay long enough to arm the fault between the upload and
-	// the report.
-	h := startDaemonIn(t, dataDir, cfg, func(o *Options) { o.MaxReportDelay = 3 * time.Second })
+	// The first request that reports a result hangs: the report goes
+	// with the work request the finished upload brings at once.
+	srv.SetFaults(testproject.Faults{HangReplies: 1, HangReportsOnly: true})
+	h := startDaemonIn(t, dataDir, cfg, nil)
 	var name string
-	testsupport.WaitFor(t, testLimit, "the output to be uploaded", func() bool {
+	testsupport.WaitFor(t, testLimit, "a job to be sent", func() bool {
 		st := srv.Stats()
-		if len(st.Uploaded) == 0 {
+		if len(st.Sent) == 0 {
 			return false
 		}
 		name = st.Sent[0]
 		return true
 	})
-	srv.SetFaults(testproject.Faults{HangReplies: 1})
 	testsupport.WaitFor(t, testLimit, "the reporting RPC to hang", func() bool {
 		return srv.Faults().HangReplies == 0
 	})

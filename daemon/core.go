@@ -510,14 +510,14 @@ func (d *Daemon) piggybackRequest(p *boinc.Project, now time.Time) workfetch.Req
 }
 
 // handleWorkReply updates per-resource backoffs after a successful reply.
-func (d *Daemon) handleWorkReply(p *boinc.Project, req workfetch.Request, got [workfetch.NumRsc]int, user bool, now time.Time) {
+func (d *Daemon) handleWorkReply(p *boinc.Project, req workfetch.Request, got [workfetch.NumRsc]int, reason boinc.RPCReason, now time.Time) {
 	st := d.schedState(p.MasterURL)
 	var jitter [workfetch.NumRsc]float64
 	for i := range jitter {
 		jitter[i] = d.uniform()
 	}
 	before := st.Backoff
-	workfetch.HandleReply(st, req, got, user, now, jitter)
+	workfetch.HandleReply(st, req, got, reason, now, jitter)
 	for r := range st.Backoff {
 		b := &st.Backoff[r]
 		if b.Until.After(now) && b.Until != before[r].Until {

@@ -48,6 +48,7 @@ const (
 	reportDeadlineCushion = 24 * time.Hour
 	reportIfAtLeastN      = 64
 	uploadBusyWindow      = 300 * time.Second
+	suspendSoonWindow     = 30 * time.Minute
 )
 
 // maybeRPC starts at most one project-server exchange at a time, in the
@@ -149,11 +150,23 @@ func (d *Daemon) activelyUploading(p *boinc.Project, now time.Time) bool {
 	return false
 }
 
+// resultsDue is CLIENT_STATE::find_project_with_overdue_results for one
+// project: a finished result is reported at once when the project gets no
+// new tasks (or is being detached), when the result, the project or its
+// app (app_config.xml) or cc_config asks for immediate reports, when the
+// computing or network window closes within 30 minutes
+// (scheduler_rpc_poll's suspend_soon), when its deadline is within the
+// larger of a day and the minimum buffer (REPORT_DEADLINE_CUSHION), an
+// hour after it completed (MAX_REPORT_DELAY), or when 64 wait
+// (RESULT_REPORT_IF_AT_LEAST_N); never while an upload of the project's
+// runs (actively_uploading). The caller has checked min_rpc_time and
+// suspension, the rest of dont_contact.
 func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 	if d.activelyUploading(p, now) {
 		return false
 	}
 	cushion := max(reportDeadlineCushion, time.Duration(d.prefs.WorkBufMinDays*86400)*time.Second)
+	suspendSoon := d.hostc.prefs.TimeWindowsClose(now.Add(suspendSoonWindow))
 	n := 0
 	due := false
 	for _, r := range d.st.results {
@@ -162,7 +175,7 @@ func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 		}
 		n++
 		switch {
-		case p.NoNewTasks, p.DetachPending, r.ReportImmediately, d.cc.eff.ReportResultsImmediately, d.reportAtOnce(r):
+		case p.NoNewTasks, p.DetachPending, r.ReportImmediately, d.cc.eff.ReportResultsImmediately, d.reportAtOnce(r), suspendSoon:
 			due = true
 		case now.After(r.ReportDeadline.Add(-cushion)):
 			due = true
@@ -450,7 +463,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	d.applyProjectInfo(p, rep)
 	d.recordCredit(p, rep, now)
 	newResults, got := d.applyWork(p, rep, now)
-	d.handleWorkReply(p, ev.req, got, ev.reason == boinc.RPCUserReq, now)
+	d.handleWorkReply(p, ev.req, got, ev.reason, now)
 
 	acked := map[string]bool{}
 	for _, name := range rep.ResultAcks {

@@ -136,6 +136,15 @@ func (p Prefs) netWindow(t time.Time) Window {
 	return p.Net
 }
 
+// TimeWindowsClose reports whether the computing or network time-of-day
+// window will be closed at t (scheduler_rpc_poll's suspend_soon, asked
+// for now + 30 minutes): finished work is then reported at once, before
+// the host goes quiet.
+func (p Prefs) TimeWindowsClose(t time.Time) bool {
+	h := hourOf(t)
+	return p.cpuWindow(t).Suspended(h) || p.netWindow(t).Suspended(h)
+}
+
 // hourOf is the local hour of t in t's own time zone, to the second as in
 // TIME_PREFS::suspended.
 func hourOf(t time.Time) float64 {

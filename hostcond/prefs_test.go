@@ -3,6 +3,7 @@ package hostcond
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boincd/boincd/boinc"
 )
@@ -122,5 +123,29 @@ func TestWindowString(t *testing.T) {
 		if got := tc.w.String(); got != tc.want {
 			t.Errorf("%v.String() = %q, want %q", tc.w, got, tc.want)
 		}
+	}
+}
+
+func TestTimeWindowsClose(t *testing.T) {
+	at := func(h, m int) time.Time { return time.Date(2026, 11, 27, h, m, 0, 0, time.UTC) } // a Friday
+	tests := []struct {
+		name string
+		p    Prefs
+		t    time.Time
+		want bool
+	}{
+		{"no windows", Prefs{}, at(3, 0), false},
+		{"inside the computing window", Prefs{CPU: Window{8, 17}}, at(12, 0), false},
+		{"computing window closed", Prefs{CPU: Window{8, 17}}, at(17, 30), true},
+		{"network window closed", Prefs{Net: Window{22, 6}}, at(7, 0), true},
+		{"network window open overnight", Prefs{Net: Window{22, 6}}, at(23, 0), false},
+		{"the day's own window wins", Prefs{CPU: Window{8, 17}, Days: [7]DayPrefs{time.Friday: {HasCPU: true, CPU: Window{0, 24}}}}, at(20, 0), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.p.TimeWindowsClose(tc.t); got != tc.want {
+				t.Errorf("TimeWindowsClose(%s) = %v, want %v", tc.t.Format("Mon 15:04"), got, tc.want)
+			}
+		})
 	}
 }

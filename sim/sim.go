@@ -731,7 +731,7 @@ func (e *engine) deliver() {
 	for r := range jit {
 		jit[r] = e.jitter.Float64()
 	}
-	workfetch.HandleReply(st, pr.req, got, false, e.now(), jit)
+	workfetch.HandleReply(st, pr.req, got, boinc.RPCNeedWork, e.now(), jit)
 	for r := range workfetch.NumRsc {
 		p.maxBackoff[r] = math.Max(p.maxBackoff[r], st.Backoff[r].Interval)
 	}

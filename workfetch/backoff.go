@@ -1,6 +1,10 @@
 package workfetch
 
-import "time"
+import (
+	"time"
+
+	"github.com/boincd/boincd/boinc"
+)
 
 // Per-(project, resource) fetch backoff bounds (WF_MIN/MAX_BACKOFF_INTERVAL).
 const (
@@ -51,21 +55,26 @@ func (s *ProjectState) ClearBackoffs() {
 }
 
 // HandleReply updates the resource backoffs after a successful scheduler
-// reply to req, in which got[r] new jobs of type r arrived (SCHEDULING
-// §3.4): a user-requested RPC clears all of them; a resource that got
-// jobs is cleared; a resource that was asked for (Secs > 0) and got none
-// backs off with jitter[r], unless it already is backed off or the user
-// asked for the update (a user's update must not punish the project).
-func HandleReply(st *ProjectState, req Request, got [NumRsc]int, userRequested bool, now time.Time, jitter [NumRsc]float64) {
-	if userRequested {
+// reply to req, sent for reason, in which got[r] new jobs of type r
+// arrived (WORK_FETCH::handle_reply; SCHEDULING §3.4): a user-requested
+// RPC clears all of them (scheduler_rpc_poll clears them as it starts
+// one); a resource that got jobs is cleared; a resource that was asked
+// for (Secs > 0) and got none backs off with jitter[r], unless it already
+// is backed off or the RPC was not one of the automatic, potentially
+// frequent kinds (results due, work fetch, trickle up): a user's update,
+// a project's requested RPC or the first contact must not punish the
+// project.
+func HandleReply(st *ProjectState, req Request, got [NumRsc]int, reason boinc.RPCReason, now time.Time, jitter [NumRsc]float64) {
+	if reason == boinc.RPCUserReq {
 		st.ClearBackoffs()
 	}
+	automatic := reason == boinc.RPCResultsDue || reason == boinc.RPCNeedWork || reason == boinc.RPCTrickleUp
 	for r := range NumRsc {
 		b := &st.Backoff[r]
 		switch {
 		case got[r] > 0:
 			b.Clear()
-		case req.Secs[r] > 0 && !userRequested && !b.Active(now):
+		case req.Secs[r] > 0 && automatic && !b.Active(now):
 			b.Back(now, jitter[r])
 		}
 	}

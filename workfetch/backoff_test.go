@@ -3,6 +3,8 @@ package workfetch
 import (
 	"testing"
 	"time"
+
+	"github.com/boincd/boincd/boinc"
 )
 
 func TestBackoffDoubling(t *testing.T) {
@@ -53,21 +55,26 @@ func TestHandleReply(t *testing.T) {
 		before [NumRsc]Backoff
 		secs   [NumRsc]float64
 		got    [NumRsc]int
-		user   bool
+		reason boinc.RPCReason
 		want   [NumRsc]float64 // intervals after
 	}{
-		{"asked, got none: back off", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, false, [NumRsc]float64{CPU: 600}},
-		{"asked, got work: no backoff", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{CPU: 2}, false, [NumRsc]float64{}},
-		{"not asked: untouched", [NumRsc]Backoff{NVIDIA: active}, [NumRsc]float64{CPU: 100}, [NumRsc]int{CPU: 1}, false, [NumRsc]float64{NVIDIA: 1200}},
-		{"job of a type clears it even unasked", [NumRsc]Backoff{NVIDIA: active}, [NumRsc]float64{}, [NumRsc]int{NVIDIA: 1}, false, [NumRsc]float64{}},
-		{"already backed off: not doubled", [NumRsc]Backoff{CPU: active}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, false, [NumRsc]float64{CPU: 1200}},
-		{"expired: doubled", [NumRsc]Backoff{CPU: expired}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, false, [NumRsc]float64{CPU: 2400}},
-		{"user request clears all, no new backoff", [NumRsc]Backoff{CPU: active, NVIDIA: active}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, true, [NumRsc]float64{}},
+		{"asked, got none: back off", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCNeedWork, [NumRsc]float64{CPU: 600}},
+		{"asked, got work: no backoff", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{CPU: 2}, boinc.RPCNeedWork, [NumRsc]float64{}},
+		{"not asked: untouched", [NumRsc]Backoff{NVIDIA: active}, [NumRsc]float64{CPU: 100}, [NumRsc]int{CPU: 1}, boinc.RPCNeedWork, [NumRsc]float64{NVIDIA: 1200}},
+		{"job of a type clears it even unasked", [NumRsc]Backoff{NVIDIA: active}, [NumRsc]float64{}, [NumRsc]int{NVIDIA: 1}, boinc.RPCNeedWork, [NumRsc]float64{}},
+		{"already backed off: not doubled", [NumRsc]Backoff{CPU: active}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCNeedWork, [NumRsc]float64{CPU: 1200}},
+		{"expired: doubled", [NumRsc]Backoff{CPU: expired}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCNeedWork, [NumRsc]float64{CPU: 2400}},
+		{"user request clears all, no new backoff", [NumRsc]Backoff{CPU: active, NVIDIA: active}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCUserReq, [NumRsc]float64{}},
+		{"results due, got none: back off", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCResultsDue, [NumRsc]float64{CPU: 600}},
+		{"trickle up, got none: back off", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCTrickleUp, [NumRsc]float64{CPU: 600}},
+		{"project asked for the RPC: no backoff", [NumRsc]Backoff{CPU: expired}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCProjectReq, [NumRsc]float64{CPU: 1200}},
+		{"first contact: no backoff", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCInit, [NumRsc]float64{}},
+		{"account manager's: no backoff", [NumRsc]Backoff{}, [NumRsc]float64{CPU: 100}, [NumRsc]int{}, boinc.RPCAcctMgrReq, [NumRsc]float64{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := ProjectState{Backoff: tc.before}
-			HandleReply(&st, Request{Project: 0, Secs: tc.secs}, tc.got, tc.user, t0, [NumRsc]float64{0.5, 0.5, 0.5, 0.5})
+			HandleReply(&st, Request{Project: 0, Secs: tc.secs}, tc.got, tc.reason, t0, [NumRsc]float64{0.5, 0.5, 0.5, 0.5})
 			for r := range NumRsc {
 				if st.Backoff[r].Interval != tc.want[r] {
 					t.Errorf("%v interval %v, want %v", Rsc(r), st.Backoff[r].Interval, tc.want[r])

@@ -154,8 +154,10 @@ type Faults struct {
 	MalformedReplies int // next N RPCs get a truncated reply (HTTP 200)
 	HTTPErrors       int // next N RPCs get HTTP 500
 	// HangReplies: next N RPCs get half a reply, then nothing until the
-	// client gives up (or the server closes).
+	// client gives up (or the server closes). With HangReportsOnly, only
+	// RPCs that report a result count.
 	HangReplies      int
+	HangReportsOnly  bool
 	CorruptDownloads int  // next N input-file downloads serve wrong bytes of the right length
 	UploadFailures   int  // next N uploads get <status>1</status> (transient)
 	UploadPermanent  bool // every upload gets <status>-1</status>

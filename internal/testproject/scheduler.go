@@ -122,7 +122,7 @@ const (
 )
 
 // takeRPCFaultLocked consumes the fault that applies to this RPC.
-func (s *Server) takeRPCFaultLocked() rpcFault {
+func (s *Server) takeRPCFaultLocked(body []byte) rpcFault {
 	f := &s.faults
 	switch {
 	case f.HTTPErrors > 0:
@@ -131,7 +131,7 @@ func (s *Server) takeRPCFaultLocked() rpcFault {
 	case f.MalformedReplies > 0:
 		f.MalformedReplies--
 		return faultMalformed
-	case f.HangReplies > 0:
+	case f.HangReplies > 0 && (!f.HangReportsOnly || bytes.Contains(body, []byte("<result>"))):
 		f.HangReplies--
 		return faultHang
 	case f.OversizedReply:
@@ -152,7 +152,7 @@ func (s *Server) handleScheduler(w http.ResponseWriter, r *http.Request) {
 	s.stats.RPCs++
 	rpcN := s.stats.RPCs
 	s.stats.LastRequest = body
-	fault := s.takeRPCFaultLocked()
+	fault := s.takeRPCFaultLocked(body)
 	rewrite := s.faults.RewriteReply
 	s.mu.Unlock()
 
