@@ -447,6 +447,64 @@ func (s *server) setup(t *testing.T) {
 	s.gid, _ = strconv.Atoi(u.Gid)
 }
 
+// Real projects cap the jobs a host holds and give jobs deadlines of days
+// (issue 28); the stock example project does neither. maxWUsInProgress is
+// config.xml's <max_wus_in_progress> (per CPU: 2 jobs on a 2-CPU host, so
+// every run of nTasks jobs meets the cap) and delayBound the input
+// template's <delay_bound>, one week.
+const (
+	maxWUsInProgress = 1
+	delayBound       = 7 * 24 * 3600
+	// inProgressLimitMsg is what the scheduler says when the cap stops
+	// it (sched_send.cpp send_work_setup's explanation).
+	inProgressLimitMsg = "This computer has reached a limit on tasks in progress"
+)
+
+// configureAsRealProjects sets the per-host job cap in config.xml and the
+// one-week deadline in the input template, as real projects configure
+// them. Both are read afresh: config.xml by each scheduler CGI run, the
+// template by each create_work.
+func (s *server) configureAsRealProjects(t *testing.T) {
+	t.Helper()
+	projDir := filepath.Join(s.root, "projects", project)
+	edit := func(name, old, new string) {
+		path := filepath.Join(projDir, name)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("configuring the project: %v", err)
+		}
+		if bytes.Contains(b, []byte(new)) {
+			return // setup.sh kept the project (KEEP_PROJECT)
+		}
+		if !bytes.Contains(b, []byte(old)) {
+			t.Fatalf("configuring the project: %s has no %q", path, old)
+		}
+		if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+			t.Fatalf("configuring the project: %v", err)
+		}
+	}
+	edit("config.xml", "<config>", fmt.Sprintf("<config>\n    <max_wus_in_progress>%d</max_wus_in_progress>", maxWUsInProgress))
+	edit(filepath.Join("templates", "rsapp_in"), "<delay_bound>86400</delay_bound>", fmt.Sprintf("<delay_bound>%d</delay_bound>", delayBound))
+	t.Logf("project configured as real projects are: max_wus_in_progress %d (per CPU), delay_bound %d s", maxWUsInProgress, delayBound)
+}
+
+// checkLimitMet counts in the client's event log (rs_messages.txt) the
+// scheduler replies that met configureAsRealProjects's cap: a run that
+// never met it shows nothing about it.
+func checkLimitMet(t *testing.T, tm *timings, dir string) {
+	t.Helper()
+	msgs, err := os.ReadFile(filepath.Join(dir, "rs_messages.txt"))
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	n := bytes.Count(msgs, []byte(inProgressLimitMsg))
+	tm.values["limit_met"] = strconv.Itoa(n)
+	if n == 0 {
+		t.Errorf("%s's event log never shows %q: the run did not meet the project's in-progress cap", tm.label, inProgressLimitMsg)
+	}
+}
+
 // teardown runs teardown.sh --purge with the instance's environment (it
 // stops clients, project daemons, Apache and MariaDB by this RS_ROOT's pid
 // files only), then removes RS_ROOT, or keeps the evidence after a failure.
@@ -827,6 +885,7 @@ func table(runs []timings, notes []string) string {
 		name string
 		f    func(timings) string
 	}{
+		{"in-progress cap met", func(r timings) string { return r.get("limit_met") }},
 		{"client errors", func(r timings) string { return strconv.Itoa(r.errors) }},
 		{"credit", func(r timings) string { return strconv.FormatFloat(r.credit, 'f', 3, 64) }},
 		{"result", func(r timings) string {

@@ -106,6 +106,7 @@ func TestRealServer(t *testing.T) {
 
 	s.build(t)
 	s.setup(t)
+	s.configureAsRealProjects(t)
 
 	// the subtests run one at a time: no locking
 	var (
@@ -207,6 +208,7 @@ func (s *server) runClient(t *testing.T, tm *timings, bin string, port int, time
 		t.Errorf("run_client.sh exit %d: %s did not get %d results validated within %v", rc, label, nTasks, runTimeout)
 	}
 	checkSchedulerLog(t, filepath.Join(dir, "rs_scheduler_log.txt"))
+	checkLimitMet(t, tm, dir)
 	if user, err := os.ReadFile(filepath.Join(dir, "rs_user.tsv")); err != nil {
 		t.Error(err)
 	} else if id, err := strconv.Atoi(strings.Fields(string(user) + " x")[0]); err != nil {
@@ -449,6 +451,7 @@ func (s *server) runConfigClient(t *testing.T, tm *timings, port int, timeout ti
 	}
 	stop()
 
+	checkLimitMet(t, tm, dir)
 	t.Logf("%s: validated %d/%d in %s s", label, valid, sent, tm.values["end"])
 	if !tm.passed {
 		t.Errorf("%s did not get %d results validated: %s", label, nTasks, why)
