@@ -256,6 +256,12 @@ type FileInfo struct {
 	// (missing, wrong size, content changed), so a task whose file cannot
 	// be fetched again fails with a message that says what happened.
 	LocalError string `json:"local_error,omitempty"`
+
+	// AnonymousPlatform marks a file of the project's app_info.xml (the
+	// C++ client's FILE_INFO::anonymous_platform_file): the volunteer's
+	// own file, read from app_info.xml at every start, never downloaded,
+	// verified, deleted or written to the state file.
+	AnonymousPlatform bool `json:"anonymous_platform_file,omitempty"`
 }
 
 // Sealed reports whether the file's verified size and hash are recorded.

@@ -192,10 +192,23 @@ func (d *Daemon) projectOp(url, op string, now time.Time) error {
 
 // resetProject drops a project's tasks and files but keeps it attached;
 // it then asks the project for work afresh.
+//
+// An anonymous platform project keeps app_info.xml's apps, versions and
+// files, and its directory is not cleared: only the files the project
+// sent go (CLIENT_STATE::reset_project).
 func (d *Daemon) resetProject(p *boinc.Project, now time.Time) {
 	url := p.MasterURL
+	var sent []string // files the project sent, for an anonymous platform project
+	if d.anonymous(url) {
+		for _, f := range d.st.files {
+			if f.ProjectURL == url && !f.AnonymousPlatform {
+				sent = append(sent, d.filePath(f))
+			}
+		}
+	}
 	d.dropProjectWork(url)
 	d.batch.DeleteProjectAll(url)
+	d.installAppInfo(url)
 	p.SchedRPCPending = boinc.RPCUserReq
 	p.MinRPCTime = time.Time{}
 	// A reset is the volunteer's way to trust the project afresh: the
@@ -203,6 +216,13 @@ func (d *Daemon) resetProject(p *boinc.Project, now time.Time) {
 	p.CodeSignKey = ""
 	d.batch.PutProject(p)
 	if d.flush() {
+		if d.anonymous(url) {
+			for _, path := range sent {
+				removeQuiet(path)
+			}
+			d.projectLog(p).Info("project reset by user: tasks and the project's files removed; app_info.xml's apps kept")
+			return
+		}
 		_ = os.RemoveAll(d.projectDir(url))
 		_ = os.MkdirAll(d.projectDir(url), 0o755)
 	}

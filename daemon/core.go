@@ -243,7 +243,17 @@ func (d *Daemon) buildCore(now time.Time) {
 			// wait on them.
 			MaxConcurrent: d.projectLimit(p.MasterURL),
 		}
-		for _, name := range slices.Concat(p.NoRscApps, p.AMNoRsc) {
+		noRsc := p.NoRscApps
+		if ap := d.anon[p.MasterURL]; ap != nil {
+			// PROJECT::check_no_apps: an anonymous platform project is
+			// asked only for the processor types app_info.xml's
+			// versions use, whatever its no_rsc_apps says.
+			noRsc = nil
+			for r := range workfetch.NumRsc {
+				wp.NoRsc[r] = !ap.rsc[r]
+			}
+		}
+		for _, name := range slices.Concat(noRsc, p.AMNoRsc) {
 			if r, ok := workfetch.RscByName(name); ok {
 				wp.NoRsc[r] = true
 			}

@@ -160,6 +160,9 @@ type Daemon struct {
 	proxy    atomic.Pointer[boinc.ProxyInfo]
 	language string      // set_language
 	local    localConfig // cc_config.xml and app_config.xml (localconfig.go)
+	// anon holds, per anonymous platform project, what its app_info.xml
+	// gave (appinfo.go).
+	anon map[string]*anonProject
 	cc       ccState     // the effective cc_config.xml options (ccopts.go)
 	// ccProxy is cc_config.xml's proxy, which overrides the GUI's;
 	// read by the HTTP transport's goroutines like proxy.
@@ -276,6 +279,7 @@ func New(opt Options) (*Daemon, error) {
 		sched:       map[string]*workfetch.ProjectState{},
 		rpcDetached: map[string]string{},
 		local:       newLocalConfig(),
+		anon:        map[string]*anonProject{},
 		dailyStats:  map[string][]boinc.DailyStats{},
 	}
 	elog.SetProjectNamer(d.names.get)
@@ -381,6 +385,9 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("task runner: %w", err)
 	}
 	d.recoverTasks()
+	// After the start-up file check: app_info.xml files are the
+	// volunteer's and never checked or fetched again.
+	d.loadAppInfos()
 	d.reconcile(cfg, time.Now())
 	d.readAppConfigs()
 	d.startGUIRPC(runCtx)

@@ -336,6 +336,7 @@ func (d *Daemon) guiState(now time.Time, need guirpc.Parts) *guirpc.State {
 			SchedulerRPCInProgress: d.rpc != nil && d.rpc.project == p.MasterURL,
 			DetachWhenDone:         p.DetachWhenDone,
 			AttachedViaAcctMgr:     p.Origin == originAcctMgr,
+			AnonymousPlatform:      d.anonymous(p.MasterURL),
 			ProjectDir:             d.projectDir(p.MasterURL),
 			SchedPriority:          prio[i],
 			Statistics:             d.guiStatistics(p.MasterURL),

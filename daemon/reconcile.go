@@ -129,6 +129,9 @@ func (d *Daemon) attach(url, key, origin string) *boinc.Project {
 	if err := os.MkdirAll(d.projectDir(url), 0o755); err != nil {
 		d.projectLog(p).Error("cannot create project directory", slog.Any("err", err))
 	}
+	// A volunteer may put app_info.xml in place before attaching, so the
+	// project's own apps are never fetched (CLIENT_STATE::add_project).
+	d.loadAppInfo(p)
 	d.batch.PutProject(p)
 	d.projectLog(p).Info("attached to project", slog.String("via", origin))
 	return p
@@ -229,6 +232,7 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 	}
 	delete(d.st.projects, url)
 	delete(d.sched, url)
+	delete(d.anon, url)
 	d.dropProjectNotices(url)
 	d.batch.DeleteMeta(schedMetaKey(url))
 	d.forgetStats(url)

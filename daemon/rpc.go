@@ -337,6 +337,11 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 	if p.HostID != 0 {
 		req.RPCSeqno = p.RPCSeqno
 	}
+	if d.anonymous(p.MasterURL) {
+		// CLIENT_STATE::write_platforms: the server then sends jobs only
+		// for the <app_versions> below, which are app_info.xml's.
+		req.Platform, req.AltPlatforms = anonymousPlatformName, nil
+	}
 	if secs > 0 {
 		req.EstimatedDelay = d.core.sim.Rsc[workfetch.CPU].BusyTime
 	}
@@ -592,13 +597,21 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 	for i := range rep.Apps {
 		a := rep.Apps[i]
 		a.ProjectURL = url
+		if d.anonAppFromReply(&a) {
+			continue
+		}
 		d.st.apps[a.Key()] = &a
 		d.batch.PutApp(&a)
 	}
 	for i := range rep.FileInfos {
 		f := rep.FileInfos[i]
 		f.ProjectURL = url
-		if old := d.st.files[f.Key()]; old != nil {
+		if old := d.st.files[f.Key()]; old != nil && old.AnonymousPlatform {
+			// The volunteer's own file (app_info.xml): the project
+			// describes its own build, which is not used here.
+			log.Debug("ignoring file_info for a file of app_info.xml", slog.String("file", f.Name))
+			continue
+		} else if old != nil {
 			if (f.MD5 != "" && f.MD5 != old.MD5) || (f.NBytes > 0 && f.NBytes != old.NBytes) {
 				// A file's name is its identity: a project may not
 				// swap the contents of a file the client holds or has
@@ -622,8 +635,15 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 		d.st.files[f.Key()] = &f
 		d.batch.PutFile(&f)
 	}
-	for i := range rep.AppVersions {
-		v := rep.AppVersions[i]
+	versions := rep.AppVersions
+	if d.anonymous(url) && len(versions) > 0 {
+		// handle_scheduler_reply: the versions are app_info.xml's.
+		log.Error("App version returned from anonymous platform project; ignoring",
+			slog.Int("app_versions", len(versions)))
+		versions = nil
+	}
+	for i := range versions {
+		v := versions[i]
 		v.ProjectURL = url
 		if _, ok := d.st.versions[v.Key()]; ok {
 			continue
@@ -645,8 +665,8 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 	// volunteer opted out, it must carry the project's signature
 	// (client_state.cpp link_app_version does the same).
 	if !d.cc.eff.UnsignedAppsOK { // boincd.toml, else cc_config.xml (ccopts.go)
-		for i := range rep.AppVersions {
-			for _, ref := range rep.AppVersions[i].FileRefs {
+		for i := range versions {
+			for _, ref := range versions[i].FileRefs {
 				if f := d.st.file(url, ref.FileName); f != nil && !f.SignatureRequired && f.Status != boinc.FilePresent {
 					f.SignatureRequired = true
 					d.batch.PutFile(f)
@@ -752,7 +772,7 @@ func (d *Daemon) applyDeletes(p *boinc.Project, names []string) {
 	changed := false
 	for _, name := range names {
 		f := d.st.file(p.MasterURL, name)
-		if f == nil || !f.Sticky {
+		if f == nil || !f.Sticky || f.AnonymousPlatform {
 			continue
 		}
 		f.Sticky = false
@@ -788,7 +808,7 @@ func (d *Daemon) gcFiles(projectURL string) {
 		}
 	}
 	for k, f := range d.st.files {
-		if f.ProjectURL != projectURL || f.Sticky || d.st.fileInUse(f) {
+		if f.ProjectURL != projectURL || f.Sticky || f.AnonymousPlatform || d.st.fileInUse(f) {
 			continue
 		}
 		if _, busy := d.xfers[k]; busy {

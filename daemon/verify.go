@@ -229,6 +229,12 @@ func (d *Daemon) sealUnsealed(f *boinc.FileInfo) string {
 // marked not present with the reason, and downloaded again through the
 // normal path (MD5 and signature checks) when a task needs it.
 func (d *Daemon) refetch(f *boinc.FileInfo, problem, when, task string) {
+	if f.AnonymousPlatform {
+		// Never remove the volunteer's own file (app_info.xml).
+		d.log.Warn("a file of app_info.xml looks changed; it is used as it is", slog.String("project", f.ProjectURL),
+			slog.String("file", f.Name), slog.String("problem", problem), slog.String("when", when))
+		return
+	}
 	attrs := []any{slog.String("project", f.ProjectURL), slog.String("file", f.Name),
 		slog.String("problem", problem), slog.String("when", when), slog.String("path", d.filePath(f))}
 	if task != "" {
@@ -257,6 +263,12 @@ func (d *Daemon) checkTaskFiles(r *boinc.Result) bool {
 	var total int64
 	files := d.st.inputFiles(r)
 	for _, f := range files {
+		if f.AnonymousPlatform {
+			// The volunteer's own build (app_info.xml): the C++ client
+			// never verifies it (verify_app_version_files), and a
+			// rebuilt app is simply what runs next.
+			continue
+		}
 		if f.Status != boinc.FilePresent {
 			ok = false
 			continue
@@ -292,7 +304,7 @@ func (d *Daemon) checkTaskFiles(r *boinc.Result) bool {
 func (d *Daemon) checkFilesAtStartup() {
 	keys := make([]string, 0, len(d.st.files))
 	for k, f := range d.st.files {
-		if f.Status == boinc.FilePresent && !f.IsUpload() {
+		if f.Status == boinc.FilePresent && !f.IsUpload() && !f.AnonymousPlatform {
 			keys = append(keys, k)
 		}
 	}

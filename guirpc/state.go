@@ -97,6 +97,8 @@ type ProjectInfo struct {
 	SchedulerRPCInProgress bool
 	TricklePending         bool
 	AttachedViaAcctMgr     bool
+	// AnonymousPlatform: the project runs the apps of its app_info.xml.
+	AnonymousPlatform bool
 	// DetachWhenDone is the user's "detach when done" (a config removal
 	// pending in Project.DetachPending shows the same way).
 	DetachWhenDone bool

@@ -392,6 +392,7 @@ func writeProject(w *xw, s *State, p *ProjectInfo) {
 	w.int(in, "njobs_error", int64(p.NJobsError))
 	w.f(in, "elapsed_time", p.ElapsedTime)
 	w.f(in, "last_rpc_time", unix(p.LastRPCTime))
+	w.flag(in, "anonymous_platform", p.AnonymousPlatform)
 	w.flag(in, "master_url_fetch_pending", p.MasterFetchPending)
 	w.flag(in, "trickle_up_pending", p.TricklePending)
 	w.flag(in, "dont_use_dcf", p.DontUseDCF)

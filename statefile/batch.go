@@ -123,6 +123,13 @@ func (b *Batch) PutFile(f *boinc.FileInfo) {
 		b.fail("PutFile(nil)")
 		return
 	}
+	if f.AnonymousPlatform {
+		// app_info.xml is read again at every start; its files are never
+		// written to the state (CLIENT_STATE::write_state_file skips
+		// anonymous_platform_file), so a stale record can never stand in
+		// for the volunteer's file.
+		return
+	}
 	b.set(opKey{bFiles, f.Key()}, op{val: f})
 }
 
