@@ -181,8 +181,9 @@ func TestRoundTripEveryType(t *testing.T) {
 		AppVersions: []*boinc.AppVersion{filled(&n, func(v *boinc.AppVersion) { v.ProjectURL = url })},
 		Workunits:   []*boinc.Workunit{filled(&n, func(w *boinc.Workunit) { w.ProjectURL = url })},
 		Results:     []*boinc.Result{filled(&n, func(r *boinc.Result) { r.ProjectURL = url })},
-		Files:       []*boinc.FileInfo{filled(&n, func(f *boinc.FileInfo) { f.ProjectURL = url })},
-		Meta:        map[string][]byte{"host": []byte(`{"host_cpid":"abc","p_ncpus":8}`), "n": []byte(`42`)},
+		// AnonymousPlatform files are never stored (TestAnonymousFileNotStored).
+		Files: []*boinc.FileInfo{filled(&n, func(f *boinc.FileInfo) { f.ProjectURL, f.AnonymousPlatform = url, false })},
+		Meta:  map[string][]byte{"host": []byte(`{"host_cpid":"abc","p_ncpus":8}`), "n": []byte(`42`)},
 	}
 	var b Batch
 	b.PutProject(want.Projects[0])
@@ -717,5 +718,16 @@ func TestTooNewSchemaIsRefusedUntouched(t *testing.T) {
 	}
 	if fileSum(t, path) != before {
 		t.Fatal("too-new file was modified")
+	}
+}
+
+// An app_info.xml file (anonymous platform) is the volunteer's and read
+// from app_info.xml at every start: PutFile never writes it, as the C++
+// client's write_state_file skips anonymous_platform_file.
+func TestAnonymousFileNotStored(t *testing.T) {
+	var b Batch
+	b.PutFile(&boinc.FileInfo{ProjectURL: "https://p.example/", Name: "my_app", AnonymousPlatform: true})
+	if b.Len() != 0 {
+		t.Errorf("Len = %d after PutFile of an anonymous platform file, want 0", b.Len())
 	}
 }
