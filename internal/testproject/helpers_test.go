@@ -84,6 +84,8 @@ type reqOpts struct {
 	codeSignKey string
 	reports     []reportOpts
 	other       []string
+	platform    string // <platform_name>; default x86_64-pc-linux-gnu
+	appVersions string // the body of <app_versions>
 }
 
 type reportOpts struct {
@@ -109,7 +111,10 @@ func makeRequest(o reqOpts) []byte {
 	}
 	fmt.Fprintf(&b, "    <dont_send_work>%d</dont_send_work>\n", dont)
 	fmt.Fprintf(&b, "    <work_req_seconds>%f</work_req_seconds>\n    <cpu_req_secs>%f</cpu_req_secs>\n    <cpu_req_instances>%f</cpu_req_instances>\n", o.reqSecs, o.reqSecs, o.reqInst)
-	b.WriteString("    <platform_name>x86_64-pc-linux-gnu</platform_name>\n")
+	if o.platform == "" {
+		o.platform = "x86_64-pc-linux-gnu"
+	}
+	fmt.Fprintf(&b, "    <platform_name>%s</platform_name>\n", o.platform)
 	if o.cudaSecs != 0 || o.cudaInst != 0 {
 		// The shape the daemon writes (coproc.WriteCoprocCUDA), abridged.
 		fmt.Fprintf(&b, "<coprocs>\n<coproc_cuda>\n   <count>1</count>\n   <name>NVIDIA A100</name>\n   <have_cuda>1</have_cuda>\n   <req_secs>%f</req_secs>\n   <req_instances>%f</req_instances>\n   <estimated_delay>0.000000</estimated_delay>\n</coproc_cuda>\n</coprocs>\n", o.cudaSecs, o.cudaInst)
@@ -125,7 +130,7 @@ func makeRequest(o reqOpts) []byte {
 		}
 		b.WriteString("</result>\n")
 	}
-	b.WriteString("<app_versions>\n</app_versions>\n<other_results>\n")
+	b.WriteString("<app_versions>\n" + o.appVersions + "</app_versions>\n<other_results>\n")
 	for _, n := range o.other {
 		fmt.Fprintf(&b, "    <other_result>\n        <name>%s</name>\n        <app_version>0</app_version>\n    </other_result>\n", n)
 	}

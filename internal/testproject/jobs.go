@@ -47,9 +47,15 @@ type Job struct {
 	InputSize   int
 	OutputFiles []string
 	HostID      int64
-	Platform    string
-	SentAt      time.Time
-	Deadline    time.Time
+	// Platform, VersionNum and PlanClass name the app version the result
+	// is for: the server's own, or with Anonymous the client's
+	// (app_info.xml), which the reply then does not describe.
+	Platform   string
+	VersionNum int
+	PlanClass  string
+	Anonymous  bool
+	SentAt     time.Time
+	Deadline   time.Time
 }
 
 // appFile is an app file with everything the reply and the download route

@@ -112,7 +112,7 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 		}
 	}
 	tmpl := s.cfg.Job
-	if !appsSent[app.Name] {
+	if !appsSent[app.Name] && !j.Anonymous {
 		appsSent[app.Name] = true
 		b.line("<app>")
 		b.linef("    <name>%s</name>", xmlEscape(app.Name))
@@ -175,7 +175,9 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 	b.line("<workunit>")
 	b.linef("    <name>%s</name>", xmlEscape(j.WUName))
 	b.linef("    <app_name>%s</app_name>", xmlEscape(app.Name))
-	b.linef("    <version_num>%d</version_num>", app.VersionNum)
+	if !j.Anonymous {
+		b.linef("    <version_num>%d</version_num>", app.VersionNum)
+	}
 	b.linef("    <command_line>%s</command_line>", xmlEscape(j.CommandLine))
 	b.linef("    <rsc_fpops_est>%e</rsc_fpops_est>", tmpl.FpopsEst)
 	b.linef("    <rsc_fpops_bound>%e</rsc_fpops_bound>", tmpl.FpopsBound)
@@ -207,9 +209,9 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 	b.linef("    <wu_name>%s</wu_name>", xmlEscape(j.WUName))
 	b.linef("    <report_deadline>%d</report_deadline>", j.Deadline.Unix())
 	b.linef("    <platform>%s</platform>", xmlEscape(j.Platform))
-	b.linef("    <version_num>%d</version_num>", app.VersionNum)
-	if app.PlanClass != "" {
-		b.linef("    <plan_class>%s</plan_class>", xmlEscape(app.PlanClass))
+	b.linef("    <version_num>%d</version_num>", j.VersionNum)
+	if j.PlanClass != "" {
+		b.linef("    <plan_class>%s</plan_class>", xmlEscape(j.PlanClass))
 	}
 	for _, o := range j.OutputFiles {
 		b.line("    <file_ref>")

@@ -31,7 +31,11 @@ type schedRequest struct {
 	PlatformName    string         `xml:"platform_name"`
 	CodeSignKey     string         `xml:"code_sign_key"`
 	Results         []reportResult `xml:"result"`
-	OtherResults    []struct {
+	// AppVersions are the client's versions (PROTOCOLS.md §1.3 #25);
+	// with <platform_name>anonymous</platform_name> they are the only
+	// versions jobs may be sent for.
+	AppVersions  []reqAppVersion `xml:"app_versions>app_version"`
+	OtherResults []struct {
 		Name string `xml:"name"`
 	} `xml:"other_results>other_result"`
 	// CUDA is the NVIDIA work request: the client writes it inside the
@@ -40,6 +44,32 @@ type schedRequest struct {
 		ReqSecs      float64 `xml:"req_secs"`
 		ReqInstances float64 `xml:"req_instances"`
 	} `xml:"coprocs>coproc_cuda"`
+}
+
+// reqAppVersion is one <app_version> of the request (APP_VERSION::write
+// without file refs).
+type reqAppVersion struct {
+	AppName    string  `xml:"app_name"`
+	VersionNum int     `xml:"version_num"`
+	Platform   string  `xml:"platform"`
+	PlanClass  string  `xml:"plan_class"`
+	APIVersion string  `xml:"api_version"`
+	AvgNCPUs   float64 `xml:"avg_ncpus"`
+	Flops      float64 `xml:"flops"`
+	Cmdline    string  `xml:"cmdline"`
+	Coproc     struct {
+		Type  string  `xml:"type"`
+		Count float64 `xml:"count"`
+	} `xml:"coproc"`
+}
+
+func (v reqAppVersion) announced() AnnouncedVersion {
+	return AnnouncedVersion{
+		AppName: strings.TrimSpace(v.AppName), VersionNum: v.VersionNum, Platform: strings.TrimSpace(v.Platform),
+		PlanClass: strings.TrimSpace(v.PlanClass), APIVersion: strings.TrimSpace(v.APIVersion),
+		AvgNCPUs: v.AvgNCPUs, Flops: v.Flops, Cmdline: strings.TrimSpace(v.Cmdline),
+		CoprocType: strings.TrimSpace(v.Coproc.Type), CoprocCount: v.Coproc.Count,
+	}
 }
 
 // reportResult is one reported <result> (PROTOCOLS.md §1.4).
@@ -268,8 +298,34 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 	// instances asked for are not covered.
 	cpu := &workNeed{secs: max(req.CPUReqSecs, req.WorkReqSeconds), inst: req.CPUReqInstances}
 	gpu := &workNeed{secs: req.CUDA.ReqSecs, inst: req.CUDA.ReqInstances}
+	// An anonymous platform client runs its own versions (app_info.xml):
+	// as a real scheduler, jobs go out only for apps it has a version
+	// of, the highest, named in the result as the client named it, and
+	// with no app version or app file in the reply.
+	anonymous := strings.TrimSpace(req.PlatformName) == "anonymous"
+	var anonVersions map[string]AnnouncedVersion
+	if anonymous {
+		s.stats.AnonymousRPCs++
+		s.stats.AnnouncedVersions = s.stats.AnnouncedVersions[:0:0]
+		anonVersions = map[string]AnnouncedVersion{}
+		for _, v := range req.AppVersions {
+			av := v.announced()
+			s.stats.AnnouncedVersions = append(s.stats.AnnouncedVersions, av)
+			if old, ok := anonVersions[av.AppName]; !ok || av.VersionNum > old.VersionNum {
+				anonVersions[av.AppName] = av
+			}
+		}
+		log.Info("testproject: anonymous platform request", "app_versions", len(req.AppVersions))
+	}
+	usesGPU := func(a *appState) bool {
+		if anonymous {
+			av := anonVersions[a.Name]
+			return av.CoprocType != "" && av.CoprocCount > 0
+		}
+		return a.NGPUs > 0
+	}
 	needFor := func(a *appState) *workNeed {
-		if a.NGPUs > 0 {
+		if usesGPU(a) {
 			return gpu
 		}
 		return cpu
@@ -285,16 +341,31 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 			capped = cpu.open() || gpu.open()
 			break
 		}
-		app := s.nextAppLocked(func(a *appState) bool { return needFor(a).open() })
+		app := s.nextAppLocked(func(a *appState) bool {
+			if _, ok := anonVersions[a.Name]; anonymous && !ok {
+				return false
+			}
+			return needFor(a).open()
+		})
 		if app == nil {
 			break
 		}
-		jobs = append(jobs, s.newJobLocked(hostID, req.PlatformName, base, now, app))
+		var av *AnnouncedVersion
+		if anonymous {
+			v := anonVersions[app.Name]
+			av = &v
+		}
+		jobs = append(jobs, s.newJobLocked(hostID, req.PlatformName, base, now, app, av))
 		n := needFor(app)
 		n.covered += s.cfg.Job.FpopsEst / app.Flops
-		if app.NGPUs > 0 {
+		switch {
+		case av != nil && usesGPU(app):
+			n.inst -= av.CoprocCount
+		case av != nil:
+			n.inst -= max(av.AvgNCPUs, 1)
+		case app.NGPUs > 0:
 			n.inst -= app.NGPUs
-		} else {
+		default:
 			n.inst -= app.AvgNCPUs
 		}
 	}
@@ -337,6 +408,14 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 	}
 	if len(jobs) == 0 {
 		rb.line(`<message priority="low">No tasks sent</message>`)
+	}
+	if anonymous {
+		// sched_send.cpp's words for an app the client has no version of.
+		for _, a := range s.apps {
+			if _, ok := anonVersions[a.Name]; !ok {
+				rb.linef(`<message priority="low">Your app_info.xml file doesn't have a usable version of %s.</message>`, xmlEscape(a.FriendlyName))
+			}
+		}
 	}
 	if capped {
 		// sched_send.cpp: the per-host limit message the real scheduler
@@ -452,7 +531,8 @@ func (s *Server) nextAppLocked(wanted func(*appState) bool) *appState {
 }
 
 // newJobLocked creates job number s.nextJob+1 of app for hostID.
-func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.Time, app *appState) *Job {
+// av is the client's version the job is for (anonymous platform), or nil.
+func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.Time, app *appState, av *AnnouncedVersion) *Job {
 	s.nextJob++
 	n := s.nextJob
 	seed := JobSeed(n)
@@ -468,8 +548,16 @@ func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.T
 		OutputFiles: []string{fmt.Sprintf("%s_r%d_0", res, seed%100000)},
 		HostID:      hostID,
 		Platform:    platformFor(app, reqPlatform),
+		VersionNum:  app.VersionNum,
+		PlanClass:   app.PlanClass,
 		SentAt:      now,
 		Deadline:    now.Add(s.cfg.Job.Deadline),
+	}
+	if av != nil {
+		j.Anonymous, j.VersionNum, j.PlanClass, j.Platform = true, av.VersionNum, av.PlanClass, av.Platform
+		if j.Platform == "" {
+			j.Platform = boinc.PlatformName
+		}
 	}
 	input := JobInput(n, s.cfg.Job.InputSize)
 	if s.cfg.Job.InputSize > 0 || s.faults.HostileFileName != "" {

@@ -3,6 +3,7 @@ package testproject
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"encoding/xml"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -303,5 +304,82 @@ func TestSigningKeyReuse(t *testing.T) {
 	}
 	if r.CodeSignKey != "" {
 		t.Error("unsigned server sent a key")
+	}
+}
+
+// TestAnonymousPlatform: a request with <platform_name>anonymous</platform_name>
+// gets jobs only for the apps it lists a version of, named with that
+// version (the highest of an app's), and no app version or app file in
+// the reply, as a real scheduler answers an app_info.xml client.
+func TestAnonymousPlatform(t *testing.T) {
+	other := ShellApp("other", RefAppScript)
+	other.FriendlyName = "Other app"
+	s := startServer(t, Config{Apps: []App{DefaultApp(), other}, MaxJobsPerRPC: 2})
+	versions := `<app_version>
+    <app_name>refapp</app_name>
+    <version_num>150</version_num>
+    <platform>x86_64-pc-linux-gnu</platform>
+    <avg_ncpus>1.000000</avg_ncpus>
+    <flops>1000000000.000000</flops>
+</app_version>
+<app_version>
+    <app_name>refapp</app_name>
+    <version_num>199</version_num>
+    <platform>x86_64-pc-linux-gnu</platform>
+    <avg_ncpus>1.000000</avg_ncpus>
+    <flops>1000000000.000000</flops>
+    <plan_class>opt</plan_class>
+    <api_version>7.20.0</api_version>
+</app_version>
+`
+	body := rpc(t, s, makeRequest(reqOpts{reqSecs: 10, reqInst: 2, platform: "anonymous", appVersions: versions}))
+	var r struct {
+		AppVersions []struct{} `xml:"app_version"`
+		Apps        []struct{} `xml:"app"`
+		FileInfos   []struct {
+			Name string `xml:"name"`
+		} `xml:"file_info"`
+		Workunits []struct {
+			AppName string `xml:"app_name"`
+		} `xml:"workunit"`
+		Results []struct {
+			Name       string `xml:"name"`
+			Platform   string `xml:"platform"`
+			VersionNum int    `xml:"version_num"`
+			PlanClass  string `xml:"plan_class"`
+		} `xml:"result"`
+		Messages []string `xml:"message"`
+	}
+	if err := xml.Unmarshal(body, &r); err != nil {
+		t.Fatalf("reply: %v\n%s", err, body)
+	}
+	if len(r.Results) != 2 || len(r.AppVersions) != 0 || len(r.Apps) != 0 {
+		t.Fatalf("reply has %d results, %d app_versions, %d apps; want 2, 0, 0\n%s", len(r.Results), len(r.AppVersions), len(r.Apps), body)
+	}
+	for _, res := range r.Results {
+		if res.VersionNum != 199 || res.PlanClass != "opt" || res.Platform != "x86_64-pc-linux-gnu" {
+			t.Errorf("result %+v, want version 199 plan class opt", res)
+		}
+	}
+	for _, w := range r.Workunits {
+		if w.AppName != "refapp" {
+			t.Errorf("workunit for app %q, which the client has no version of", w.AppName)
+		}
+	}
+	for _, f := range r.FileInfos {
+		if strings.HasSuffix(f.Name, ".sh") {
+			t.Errorf("reply describes app file %s", f.Name)
+		}
+	}
+	if !slices.Contains(r.Messages, "Your app_info.xml file doesn't have a usable version of Other app.") {
+		t.Errorf("messages %q lack the real scheduler's words for the app without a version", r.Messages)
+	}
+	st := s.Stats()
+	if st.AnonymousRPCs != 1 || len(st.AnnouncedVersions) != 2 || st.AnnouncedVersions[1].VersionNum != 199 ||
+		st.AnnouncedVersions[1].PlanClass != "opt" || st.AnnouncedVersions[1].APIVersion != "7.20.0" {
+		t.Errorf("stats: %d anonymous RPCs, versions %+v", st.AnonymousRPCs, st.AnnouncedVersions)
+	}
+	if j := st.Jobs[r.Results[0].Name]; !j.Anonymous || j.VersionNum != 199 || j.PlanClass != "opt" {
+		t.Errorf("job %+v", j)
 	}
 }

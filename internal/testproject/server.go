@@ -80,6 +80,26 @@ type Stats struct {
 	Jobs map[string]Job
 	// HostIDs are the host ids assigned so far.
 	HostIDs []int64
+	// AnonymousRPCs counts the processed requests with
+	// <platform_name>anonymous</platform_name>; AnnouncedVersions are the
+	// <app_versions> of the last of them.
+	AnonymousRPCs     int
+	AnnouncedVersions []AnnouncedVersion
+}
+
+// AnnouncedVersion is one <app_version> an anonymous platform client
+// listed in its request.
+type AnnouncedVersion struct {
+	AppName     string
+	VersionNum  int
+	Platform    string
+	PlanClass   string
+	APIVersion  string
+	AvgNCPUs    float64
+	Flops       float64
+	Cmdline     string
+	CoprocType  string
+	CoprocCount float64
 }
 
 // ReportedResult is what the client said about a finished result.
@@ -365,6 +385,7 @@ func (s *Server) Stats() Stats {
 	st.Acked = append([]string(nil), st.Acked...)
 	st.Errors = append([]string(nil), st.Errors...)
 	st.HostIDs = append([]int64(nil), st.HostIDs...)
+	st.AnnouncedVersions = append([]AnnouncedVersion(nil), st.AnnouncedVersions...)
 	st.LastRequest = bytes.Clone(st.LastRequest)
 	st.Reported = copyMap(st.Reported)
 	st.UploadRequests = copyMap(st.UploadRequests)
