@@ -339,12 +339,13 @@ func parseAppInfoCoproc(n *node) (*boinc.CoprocUsage, error) {
 func parseAppInfoFileRef(n *node) (boinc.FileRef, error) {
 	var r boinc.FileRef
 	var discard []Problem
+	nameAt, openAt := n, n
 	for _, c := range n.children {
 		switch c.name {
 		case "file_name":
-			r.FileName = c.str()
+			r.FileName, nameAt = c.str(), c
 		case "open_name":
-			r.OpenName = c.str()
+			r.OpenName, openAt = c.str(), c
 		case "main_program":
 			r.MainProgram = c.flag("", &discard)
 		case "copy_file":
@@ -357,11 +358,11 @@ func parseAppInfoFileRef(n *node) (boinc.FileRef, error) {
 		return r, atLine(n, "<file_ref> has no <file_name>")
 	}
 	if err := boinc.ValidateFileName(r.FileName, false); err != nil {
-		return r, atLine(n, "<file_ref> file_name: %w", err)
+		return r, atLine(nameAt, "<file_ref> file_name: %w", err)
 	}
 	if r.OpenName != "" {
 		if err := boinc.ValidateFileName(r.OpenName, true); err != nil {
-			return r, atLine(n, "<file_ref> open_name: %w", err)
+			return r, atLine(openAt, "<file_ref> open_name: %w", err)
 		}
 	}
 	return r, nil
