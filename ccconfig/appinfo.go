@@ -79,7 +79,10 @@ func ParseAppInfo(file string, data []byte, stat StatFunc) (AppInfo, []Problem) 
 			if err == nil {
 				var size int64
 				if size, err = stat(f.Name); err != nil {
+					// The C++ client's words (parse_app_info).
+					//lint:ignore ST1005 quoted from the C++ client
 					err = fmt.Errorf("File referenced in app_info.xml does not exist: %s (%w)", f.Name, err)
+
 				}
 				f.NBytes = size
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
+	"github.com/boincd/boincd/statefile"
 )
 
 // anonAppScript is the volunteer's own build: it says so in its output,
@@ -155,5 +156,37 @@ func TestAnonymousPlatform(t *testing.T) {
 	}
 	if len(st.Downloads) != 0 || len(st.Errors) != 0 {
 		t.Errorf("after reset: downloads %v, protocol errors %q", st.Downloads, st.Errors)
+	}
+
+	// Nothing of app_info.xml is in the state file: it is read again at
+	// the next start, and the next job runs on it as well.
+	if err := h.stop(testLimit); err != nil {
+		t.Fatal(err)
+	}
+	store, err := statefile.Open(filepath.Join(dataDir, StateFileName), statefile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := store.Load()
+	store.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range snap.Files {
+		if f.Name == "my_refapp.sh" || f.AnonymousPlatform {
+			t.Errorf("state file holds app_info.xml's file %+v", f)
+		}
+	}
+	if len(snap.AppVersions) != 0 || len(snap.Apps) != 0 {
+		t.Errorf("state file holds app versions %+v, apps %+v", snap.AppVersions, snap.Apps)
+	}
+	startDaemonIn(t, dataDir, projectsConfig(srv), nil)
+	srv.AddJobs(1)
+	st = waitAllReported(t, srv, 3, testLimit)
+	if rr := st.ReportedResults[st.Sent[2]]; rr.State != 5 || rr.VersionNum != 199 {
+		t.Errorf("after restart: report %+v, want success with version 199", rr)
+	}
+	if len(st.Downloads) != 0 {
+		t.Errorf("after restart: downloads %v", st.Downloads)
 	}
 }

@@ -160,15 +160,16 @@ type Daemon struct {
 	proxy    atomic.Pointer[boinc.ProxyInfo]
 	language string      // set_language
 	local    localConfig // cc_config.xml and app_config.xml (localconfig.go)
-	// anon holds, per anonymous platform project, what its app_info.xml
-	// gave (appinfo.go).
-	anon map[string]*anonProject
 	cc       ccState     // the effective cc_config.xml options (ccopts.go)
 	// ccProxy is cc_config.xml's proxy, which overrides the GUI's;
 	// read by the HTTP transport's goroutines like proxy.
 	ccProxy     atomic.Pointer[boinc.ProxyInfo]
 	logFlags    *logflags.Handler // cc_config.xml's <log_flags>
 	hostProbing bool              // reset_host_info in progress
+
+	// anon holds, per anonymous platform project, what its app_info.xml
+	// gave (appinfo.go).
+	anon map[string]*anonProject
 
 	am    acctMgrState // account manager membership (acctmgr.go)
 	st    *clientState
