@@ -7,14 +7,24 @@
 // exit (success with outputs checked and moved, error, temporary exit,
 // restart, aborted) into an Event for the daemon.
 //
+// Every task gets the shared memory and heartbeats, and every app's
+// app_status is read, as the C++ client does: an app is an API app when
+// its version has an api_version or, failing that, once it has written
+// app_status (BOINC's wrapper often ships in versions without one). Only
+// an app that never wrote status is a plain program, paused by signal and
+// whose progress the daemon estimates (Status.ReportsStatus).
+//
 // The daemon owns all state in one goroutine; the Runner owns the child
 // processes and one goroutine per process that waits for it. The Runner
 // never modifies the boinc values it is given: it copies what it needs.
 //
 // Resource limits (TaskSpec.MaxElapsed, MaxMemory, MaxDisk) are checked
-// at every Poll, as check_rsc_limits_exceeded does: a task over one has
-// its whole process tree killed and is reported as Error with exit status
-// 197, 198 or 196. The memory limit applies to the smoothed working set
+// at every Poll, as check_rsc_limits_exceeded does: a task over one is
+// aborted as abort_task does it (an API app is sent <abort/> and killed
+// only if it is still there Config.QuitGrace, ABORT_TIMEOUT, later; a
+// plain program is killed at once), the Poll reports why in
+// Status.LimitExceeded, and the exit is an Error with exit status 197,
+// 198 or 196. The memory limit applies to the smoothed working set
 // (WSSHalfLife), the disk limit to the slot plus outputs, measured every
 // Config.DiskCheckInterval. The daemon decides the limits; the runner
 // only enforces them.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/boincd/boincd/boinc"
 )
 
 // Elapsed-time bounds of ACTIVE_TASK::init (client/app.cpp): a limit
@@ -94,22 +96,47 @@ func diskUsage(dir string, extra []string) (float64, error) {
 	return total, nil
 }
 
-// limitExceeded describes why a task was killed for a resource limit.
+// limitExceeded describes why a task is being aborted for a resource
+// limit (ACTIVE_TASK_SET::check_rsc_limits_exceeded).
 type limitExceeded struct {
 	status int
-	msg    string
+	// msg is the result's error message (abort_task's msg argument).
+	msg string
+	// logMsg is what the C++ client writes to the event log after
+	// "Aborting task NAME: ". It differs from msg only for the disk
+	// limit.
+	logMsg string
 }
 
+// megabyte is the C++ client's MEGA.
+const megabyte = 1 << 20
+
+// elapsedLimitMessage is check_rsc_limits_exceeded's wording: the limit
+// in seconds, then rsc_fpops_bound and the speed in units of 1e9.
 func elapsedLimitMessage(limit time.Duration, fpopsBound, flops float64) string {
-	return fmt.Sprintf("exceeded elapsed time limit %.2f (%.2e fpops, %.2e fps)", limit.Seconds(), fpopsBound, flops)
+	return fmt.Sprintf("exceeded elapsed time limit %.2f (%.2fG/%.2fG)", limit.Seconds(), fpopsBound/1e9, flops/1e9)
 }
 
-func memoryLimitMessage(wss, limit float64) string {
-	return fmt.Sprintf("working set size %.2f MB exceeds limit %.2f MB", wss/(1<<20), limit/(1<<20))
+// memoryLimitMessage is check_rsc_limits_exceeded's wording for a
+// working set over the client's RAM limit, or, when the limit is the
+// workunit's rsc_memory_bound, the wording of its (disabled) check of
+// that bound.
+func memoryLimitMessage(wss, limit float64, wuBound bool) string {
+	what := "client RAM limit"
+	if wuBound {
+		what = "workunit.rsc_memory_bound"
+	}
+	return fmt.Sprintf("working set size > %s: %.2fMB > %.2fMB", what, wss/megabyte, limit/megabyte)
 }
 
-func diskLimitMessage(usage, limit float64) string {
-	return fmt.Sprintf("disk usage %.2f MB exceeds limit %.2f MB", usage/(1<<20), limit/(1<<20))
+// diskLimit is ACTIVE_TASK::check_max_disk_exceeded's: the event log
+// gives the numbers, the result only "Disk usage limit exceeded".
+func diskLimit(usage, limit float64) *limitExceeded {
+	return &limitExceeded{
+		status: boinc.ExitDiskLimitExceeded,
+		msg:    "Disk usage limit exceeded",
+		logMsg: fmt.Sprintf("exceeded disk limit: %.2fMB > %.2fMB", usage/megabyte, limit/megabyte),
+	}
 }
 
 // apiVersionAtLeast is APP_VERSION::api_version_at_least: the version

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,17 +19,30 @@ import (
 // event arrives.
 func pollUntilEvent(t *testing.T, e *testEnv, d time.Duration) Event {
 	t.Helper()
+	ev, _ := pollUntilExit(t, e, d)
+	return ev
+}
+
+// pollUntilExit is pollUntilEvent that also returns every
+// Status.LimitExceeded the polls reported.
+func pollUntilExit(t *testing.T, e *testEnv, d time.Duration) (Event, []string) {
+	t.Helper()
+	var limits []string
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		e.runner.Poll(time.Now())
+		for _, s := range e.runner.Poll(time.Now()) {
+			if s.LimitExceeded != "" {
+				limits = append(limits, s.LimitExceeded)
+			}
+		}
 		select {
 		case ev := <-e.events:
-			return ev
+			return ev, limits
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	t.Fatal("timed out waiting for an exit event")
-	return Event{}
+	return Event{}, nil
 }
 
 func TestElapsedLimitKillsTask(t *testing.T) {
@@ -38,7 +52,7 @@ func TestElapsedLimitKillsTask(t *testing.T) {
 		limit        time.Duration
 		wantMsg      string
 	}{
-		{"fresh task", 0, time.Second, "exceeded elapsed time limit 1.00 (1.00e+13 fpops, 2.00e+09 fps)"},
+		{"fresh task", 0, time.Second, "exceeded elapsed time limit 1.00 (10000.00G/2.00G)"},
 		// A restarted task resumes from its recorded elapsed time.
 		{"restarted task", 100, 101 * time.Second, "exceeded elapsed time limit 101.00 ("},
 	}
@@ -54,10 +68,17 @@ func TestElapsedLimitKillsTask(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ev := pollUntilEvent(t, e, 15*time.Second)
+			ev, limits := pollUntilExit(t, e, 15*time.Second)
 			x := ev.Exit
 			if x.Outcome != Error || x.ExitStatus != boinc.ExitTimeLimitExceeded || !strings.HasPrefix(x.Message, tc.wantMsg) {
 				t.Fatalf("exit %v status %d %q", x.Outcome, x.ExitStatus, x.Message)
+			}
+			// A plain program cannot hear <abort/>: killed at once.
+			if x.Signal != int(syscall.SIGKILL) {
+				t.Errorf("signal %d, want SIGKILL", x.Signal)
+			}
+			if len(limits) != 1 || limits[0] != x.Message {
+				t.Errorf("Status.LimitExceeded reported %q, want once %q", limits, x.Message)
 			}
 			if x.ElapsedTime < tc.limit.Seconds() {
 				t.Errorf("elapsed %v under the limit", x.ElapsedTime)
@@ -131,8 +152,8 @@ func TestMemoryLimitKillsTask(t *testing.T) {
 		}
 	}
 	x := ev.Exit
-	if x.Outcome != Error || x.ExitStatus != boinc.ExitMemLimitExceeded || !strings.HasPrefix(x.Message, "working set size ") ||
-		!strings.HasSuffix(x.Message, "exceeds limit 47.68 MB") {
+	if x.Outcome != Error || x.ExitStatus != boinc.ExitMemLimitExceeded || !strings.HasPrefix(x.Message, "working set size > client RAM limit: ") ||
+		!strings.HasSuffix(x.Message, "MB > 47.68MB") {
 		t.Fatalf("exit %v status %d %q", x.Outcome, x.ExitStatus, x.Message)
 	}
 	// The smoothed value lags the samples: the peak is the raw one, above
@@ -151,10 +172,13 @@ func TestDiskLimitKillsTask(t *testing.T) {
 	if _, _, err := e.runner.Start(context.Background(), spec); err != nil {
 		t.Fatal(err)
 	}
-	x := pollUntilEvent(t, e, 15*time.Second).Exit
-	if x.Outcome != Error || x.ExitStatus != boinc.ExitDiskLimitExceeded || !strings.HasPrefix(x.Message, "disk usage ") ||
-		!strings.HasSuffix(x.Message, "exceeds limit 1.00 MB") {
+	ev, limits := pollUntilExit(t, e, 15*time.Second)
+	x := ev.Exit
+	if x.Outcome != Error || x.ExitStatus != boinc.ExitDiskLimitExceeded || x.Message != "Disk usage limit exceeded" {
 		t.Fatalf("exit %v status %d %q", x.Outcome, x.ExitStatus, x.Message)
+	}
+	if len(limits) != 1 || !strings.HasPrefix(limits[0], "exceeded disk limit: ") || !strings.HasSuffix(limits[0], "MB > 1.00MB") {
+		t.Errorf("Status.LimitExceeded reported %q", limits)
 	}
 	if x.PeakDiskUsage <= spec.MaxDisk {
 		t.Errorf("peak disk usage %.0f", x.PeakDiskUsage)

@@ -39,10 +39,14 @@ func TestElapsedLimit(t *testing.T) {
 
 func TestLimitMessages(t *testing.T) {
 	tests := []struct{ got, want string }{
+		// client/app_control.cpp check_rsc_limits_exceeded and
+		// check_max_disk_exceeded, 7.20.5.
 		{elapsedLimitMessage(time.Duration(1234.56*float64(time.Second)), 1e13, 8.1e9),
-			"exceeded elapsed time limit 1234.56 (1.00e+13 fpops, 8.10e+09 fps)"},
-		{memoryLimitMessage(300<<20, 100<<20), "working set size 300.00 MB exceeds limit 100.00 MB"},
-		{diskLimitMessage(5<<20, 1<<20), "disk usage 5.00 MB exceeds limit 1.00 MB"},
+			"exceeded elapsed time limit 1234.56 (10000.00G/8.10G)"},
+		{memoryLimitMessage(300<<20, 100<<20, false), "working set size > client RAM limit: 300.00MB > 100.00MB"},
+		{memoryLimitMessage(300<<20, 100<<20, true), "working set size > workunit.rsc_memory_bound: 300.00MB > 100.00MB"},
+		{diskLimit(5<<20, 1<<20).logMsg, "exceeded disk limit: 5.00MB > 1.00MB"},
+		{diskLimit(5<<20, 1<<20).msg, "Disk usage limit exceeded"},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {

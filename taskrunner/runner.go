@@ -76,18 +76,30 @@ type TaskSpec struct {
 	ResourceShareFraction float64
 
 	// Resource limits checked at every Poll while the task is not
-	// suspended; zero means none. A task over a limit has its process
-	// group killed and is reported as Error with ExitStatus 197, 198 or
-	// 196 (client/app_control.cpp check_rsc_limits_exceeded).
+	// suspended; zero means none. A task over a limit is aborted as the
+	// C++ client aborts it (ACTIVE_TASK::abort_task, request_abort): an
+	// app that reads its control channel is sent <abort/> and its process
+	// group is killed if it has not exited QuitGrace (ABORT_TIMEOUT)
+	// later by the Poll clock; a plain program, which could not hear the
+	// message, is killed at once. The Poll that sees the limit reports it
+	// in Status.LimitExceeded, and the exit is Error with ExitStatus 197,
+	// 198 or 196 (check_rsc_limits_exceeded, check_max_disk_exceeded).
 	//
 	// MaxElapsed is the elapsed-time limit, normally
 	// ElapsedLimit(WU.RscFpopsBound, flops). Elapsed time counts from
 	// Result.ElapsedTime and includes CPU-throttle pauses but not
 	// suspensions.
 	MaxElapsed time.Duration
+	// Flops is the speed MaxElapsed was computed from, for the message
+	// that names it; 0 means Version.Flops.
+	Flops float64
 	// MaxMemory (bytes) bounds the smoothed working set of the process
 	// group (see WSSHalfLife).
 	MaxMemory float64
+	// MemoryBoundFromWU says MaxMemory is the workunit's
+	// rsc_memory_bound rather than the client's RAM limit; it only
+	// changes the words of the abort message.
+	MemoryBoundFromWU bool
 	// MaxDisk (bytes) bounds the slot directory plus the outputs already
 	// in the project directory, measured every DiskCheckInterval.
 	MaxDisk float64
@@ -138,6 +150,16 @@ type Status struct {
 	Suspended   bool
 	Throttled   bool
 	WantNetwork bool
+	// ReportsStatus: the app writes app_status to the shared memory (its
+	// version has an api_version, or it has written status), so
+	// FractionDone is the app's own; for an app that never did, progress
+	// can only be estimated.
+	ReportsStatus bool
+	// LimitExceeded is set on the one Poll at which the task was found
+	// over a resource limit and its abort began: the C++ client's event
+	// log reason after "Aborting task NAME: " (check_rsc_limits_exceeded).
+	// The exit follows as an Error event.
+	LimitExceeded string
 	// HostCPUTime is the CPU time the task has cost this host: CPUTime,
 	// plus for a container task the CPU of its own processes (wrapper,
 	// engine CLI) in this run, which CPUTime leaves out. It is what
@@ -306,6 +328,8 @@ type task struct {
 	slot    int
 	dir     string // slot directory
 	projDir string
+	// api: the app version has an api_version, so the app links the
+	// BOINC API and reads its control channel.
 	api     bool
 	cmd     *exec.Cmd
 	pid     int
@@ -325,30 +349,41 @@ type task struct {
 	maxDisk      float64
 	fpopsBound   float64 // for the elapsed-limit message
 	flops        float64
+	memWUBound   bool // TaskSpec.MemoryBoundFromWU
 	throttleable bool
 	container    bool // TaskSpec.Container
 	// diskPaths are the project-directory outputs counted as disk usage.
 	diskPaths []string
 
 	// Guarded by Runner.mu.
-	shm          *boincapi.Shmem
-	elapsed      float64
-	lastTick     time.Time
-	cpu          float64
-	treeCPU      float64 // container task: its process tree's, this run
-	ckptCPU      float64
-	ckptElapsed  float64
-	fraction     float64
-	wss          float64 // last sample
-	wssSmoothed  float64
-	vm           float64   // bytes, last sample (Status.SwapSize)
-	wssTime      time.Time // when wssSmoothed was last updated
-	peakWSS      float64
-	disk         float64
-	peakDisk     float64
-	diskChecked  time.Time
-	throttled    bool // paused by the throttle (not by Suspend)
-	limit        *limitExceeded
+	shm         *boincapi.Shmem
+	elapsed     float64
+	lastTick    time.Time
+	cpu         float64
+	treeCPU     float64 // container task: its process tree's, this run
+	ckptCPU     float64
+	ckptElapsed float64
+	fraction    float64
+	wss         float64 // last sample
+	wssSmoothed float64
+	vm          float64   // bytes, last sample (Status.SwapSize)
+	wssTime     time.Time // when wssSmoothed was last updated
+	peakWSS     float64
+	disk        float64
+	peakDisk    float64
+	diskChecked time.Time
+	throttled   bool // paused by the throttle (not by Suspend)
+	limit       *limitExceeded
+	limitAt     time.Time // Poll clock when the limit abort began
+	limitShown  bool      // Status.LimitExceeded was reported
+	limitKilled bool      // killed after the abort timeout
+	// spoke: an app whose version has no api_version has written
+	// app_status (BOINC's wrapper, say): it links the API and is
+	// controlled by message from then on (see talks).
+	spoke bool
+	// sigStopped: the process group is stopped by signal (stopTree), so
+	// resuming it needs contTree whatever talks says by then.
+	sigStopped   bool
 	wantNetwork  bool
 	checkpointed bool
 	suspended    bool
@@ -566,8 +601,12 @@ func (r *Runner) Poll(now time.Time) []Status {
 			continue
 		}
 		r.pollTask(t, now, usage[t.pid])
-		r.checkLimits(t)
+		r.checkLimits(t, now)
 		r.applyThrottle(t, run)
+		var limitMsg string
+		if t.limit != nil && !t.limitShown {
+			limitMsg, t.limitShown = t.limit.logMsg, true
+		}
 		out = append(out, Status{
 			ResultKey:             t.key,
 			Slot:                  t.slot,
@@ -585,6 +624,8 @@ func (r *Runner) Poll(now time.Time) []Status {
 			Suspended:             t.suspended,
 			Throttled:             t.throttled,
 			WantNetwork:           t.wantNetwork,
+			ReportsStatus:         t.talks(),
+			LimitExceeded:         limitMsg,
 		})
 		t.checkpointed = false
 	}
@@ -592,30 +633,62 @@ func (r *Runner) Poll(now time.Time) []Status {
 	return out
 }
 
-// checkLimits kills a task over its elapsed-time, memory or disk limit
-// (check_rsc_limits_exceeded). Only running tasks are checked, as the
-// C++ client checks only executing ones; a task already asked to exit,
-// or that has written its finish file, is left to end on its own.
-func (r *Runner) checkLimits(t *task) {
-	if t.suspended || t.limit != nil || t.quitReq || t.abortReq || t.killReq || t.finishKill || t.hung || !t.finishSeen.IsZero() {
+// checkLimits aborts a task over its elapsed-time, memory or disk limit
+// (ACTIVE_TASK_SET::check_rsc_limits_exceeded), and kills one whose
+// abort request has gone unanswered for QuitGrace (ABORT_TIMEOUT in
+// ACTIVE_TASK_SET::poll). Only running tasks are checked, as the C++
+// client checks only executing ones; a task already asked to exit, or
+// that has written its finish file, is left to end on its own.
+func (r *Runner) checkLimits(t *task, now time.Time) {
+	if t.limit != nil {
+		if now.Before(t.limitAt) {
+			t.limitAt = now // the clock went back: wait from here
+		}
+		if now.Sub(t.limitAt) > r.cfg.QuitGrace && !t.limitKilled {
+			r.log.Info("abort request timed out, killing task", "result", t.name, "timeout", r.cfg.QuitGrace)
+			t.limitKilled = true
+			r.killTree(t)
+		}
+		return
+	}
+	if t.suspended || t.quitReq || t.abortReq || t.killReq || t.finishKill || t.hung || !t.finishSeen.IsZero() {
 		return
 	}
 	var l *limitExceeded
 	switch {
 	case t.maxElapsed > 0 && t.elapsed > t.maxElapsed.Seconds():
-		l = &limitExceeded{boinc.ExitTimeLimitExceeded, elapsedLimitMessage(t.maxElapsed, t.fpopsBound, t.flops)}
+		msg := elapsedLimitMessage(t.maxElapsed, t.fpopsBound, t.flops)
+		l = &limitExceeded{boinc.ExitTimeLimitExceeded, msg, msg}
 	case t.maxMemory > 0 && t.wssSmoothed > t.maxMemory:
-		l = &limitExceeded{boinc.ExitMemLimitExceeded, memoryLimitMessage(t.wssSmoothed, t.maxMemory)}
+		msg := memoryLimitMessage(t.wssSmoothed, t.maxMemory, t.memWUBound)
+		l = &limitExceeded{boinc.ExitMemLimitExceeded, msg, msg}
 	case t.maxDisk > 0 && t.disk > t.maxDisk:
-		l = &limitExceeded{boinc.ExitDiskLimitExceeded, diskLimitMessage(t.disk, t.maxDisk)}
+		l = diskLimit(t.disk, t.maxDisk)
 	default:
 		return
 	}
-	// The exit event carries the reason; the caller logs the abort.
-	r.log.Debug("task exceeded a resource limit; aborting it", "result", t.name, "reason", l.msg)
-	t.limit = l
-	r.killTree(t)
+	// The daemon logs the abort from Status.LimitExceeded.
+	r.log.Debug("task exceeded a resource limit; aborting it", "result", t.name, "reason", l.logMsg)
+	t.limit, t.limitAt = l, now
+	// ACTIVE_TASK::request_abort sends <abort/> on the control channel
+	// and kills the app only ABORT_TIMEOUT later, so an API app can end
+	// cleanly. The C++ client sends it to every app, plain programs
+	// included (they all have shared memory), and so leaves a program
+	// that cannot read it computing for the whole timeout; boincd kills
+	// such a program at once, as it does for a user's abort.
+	if !t.talks() {
+		r.killTree(t)
+		return
+	}
+	r.prepareExitMsg(t)
+	r.queueMsg(t, boincapi.MsgAbort)
 }
+
+// talks says whether the app reads its control channel: its version has
+// an api_version, or it has written app_status, which only an app linked
+// with the BOINC API does (BOINC's wrapper often ships in versions
+// without api_version).
+func (t *task) talks() bool { return t.api || t.spoke }
 
 func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 	if !t.suspended && now.After(t.lastTick) {
@@ -634,7 +707,13 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 			t.cpu = max(t.cpu, t.startCPU+u.cpu)
 		}
 	}
-	if t.api && t.shm != nil {
+	// Every app has shared memory and gets heartbeats, and any app's
+	// app_status is read, as the C++ client does (send_heartbeats,
+	// ACTIVE_TASK::get_app_status_msg): an app linked with the API whose
+	// version has no api_version (BOINC's wrapper, typically) exits
+	// without heartbeats and reports its progress like any other. Only
+	// apps that talk are sent control messages.
+	if t.shm != nil {
 		r.flushQueue(t)
 		// A control message left unread this long means the app is hung
 		// (process_control_poll): kill it; it restarts later.
@@ -659,6 +738,10 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 			r.log.Warn("app status", "result", t.name, "err", err)
 		}
 		if ok {
+			if !t.talks() {
+				r.log.Info("app without api_version writes its status to shared memory; controlling it by message from now on", "result", t.name)
+				t.spoke = true
+			}
 			s := boincapi.ParseAppStatus(msg)
 			t.cpu = max(t.cpu, s.CurrentCPUTime)
 			if s.CheckpointCPUTime != t.ckptCPU {
@@ -749,24 +832,41 @@ func (r *Runner) flushQueue(t *task) {
 }
 
 // pauseProcess stops or continues the task's process: <suspend/> and
-// <resume/> for API apps, SIGSTOP and SIGCONT of the process group
+// <resume/> for apps that talk, SIGSTOP and SIGCONT of the process group
 // (NtSuspendProcess on Windows) for plain programs.
+//
+// The C++ client (ACTIVE_TASK::suspend, unsuspend, preempt) only ever
+// sends the messages, to every app: a plain program without the BOINC
+// API, a shell script say, never reads them and goes on computing while
+// "suspended". boincd stops such a program by signal instead, which
+// really pauses it, for as long as it has not written app_status; an app
+// that has is known to read its messages and gets them from then on. A
+// group stopped by signal is always continued by signal, even if the app
+// turned out to talk in between (a status it wrote just before the stop).
 func (r *Runner) pauseProcess(t *task, pause bool) error {
 	switch {
-	case t.api && pause:
+	case !pause && t.sigStopped:
+		if err := contTree(t.cmd.Process, t.job); err != nil {
+			return err
+		}
+		t.sigStopped = false
+	case t.talks() && pause:
 		r.queueMsg(t, boincapi.MsgSuspend)
-	case t.api:
+	case t.talks():
 		r.queueMsg(t, boincapi.MsgResume)
 	case pause:
-		return stopTree(t.cmd.Process, t.job)
+		if err := stopTree(t.cmd.Process, t.job); err != nil {
+			return err
+		}
+		t.sigStopped = true
 	default:
 		return contTree(t.cmd.Process, t.job)
 	}
 	return nil
 }
 
-// Suspend pauses a task: <suspend/> for API apps, SIGSTOP of the process
-// group for plain programs. A task the CPU throttle has paused stays
+// Suspend pauses a task: <suspend/> for apps that talk, SIGSTOP of the
+// process group for plain programs (pauseProcess). A task the CPU throttle has paused stays
 // paused, now on the daemon's account.
 func (r *Runner) Suspend(key string) error {
 	r.mu.Lock()
@@ -884,7 +984,7 @@ func (r *Runner) Abort(key string) error {
 		return fmt.Errorf("abort: %w", err)
 	}
 	t.abortReq = true
-	if !t.api {
+	if !t.talks() {
 		r.killTree(t)
 		return nil
 	}
@@ -911,12 +1011,8 @@ func (r *Runner) Kill(key string) error {
 // askToExit sends msg (API apps) or SIGTERM (plain programs) and arms the
 // grace timer.
 func (r *Runner) askToExit(t *task, msg string) error {
-	if t.api {
-		// The queued suspend/resume no longer matter; the API handles quit
-		// and abort even while suspended.
-		t.queue = slices.DeleteFunc(t.queue, func(m ctlMsg) bool {
-			return m.msg == boincapi.MsgSuspend || m.msg == boincapi.MsgResume
-		})
+	if t.talks() {
+		r.prepareExitMsg(t)
 		r.queueMsg(t, msg)
 	} else if err := terminateTree(t.cmd.Process, t.job); err != nil {
 		return err
@@ -932,6 +1028,22 @@ func (r *Runner) askToExit(t *task, msg string) error {
 		})
 	}
 	return nil
+}
+
+// prepareExitMsg readies an app that talks for a <quit/> or <abort/>:
+// queued suspend and resume messages no longer matter (the API handles
+// quit and abort even while suspended), and a group stopped by signal
+// before the app first spoke is continued, as it must run to exit.
+func (r *Runner) prepareExitMsg(t *task) {
+	t.queue = slices.DeleteFunc(t.queue, func(m ctlMsg) bool {
+		return m.msg == boincapi.MsgSuspend || m.msg == boincapi.MsgResume
+	})
+	if t.sigStopped {
+		if err := contTree(t.cmd.Process, t.job); err != nil {
+			r.log.Warn("continue task so it can exit", "result", t.name, "err", err)
+		}
+		t.sigStopped = false
+	}
 }
 
 // killTree kills the process group; r.mu must be held and t not exited,
@@ -968,7 +1080,8 @@ func (r *Runner) StopAll(ctx context.Context) {
 		if !t.abortReq && !t.killReq {
 			t.quitReq = true
 		}
-		if t.api {
+		if t.talks() {
+			r.prepareExitMsg(t)
 			r.queueMsg(t, boincapi.MsgQuit)
 		} else if err := terminateTree(t.cmd.Process, t.job); err != nil {
 			r.log.Warn("terminate task", "result", t.name, "err", err)

@@ -2,6 +2,7 @@ package taskrunner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -247,19 +248,18 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int, acct *App
 		return nil, fmt.Errorf("write init_data.xml: %w", err)
 	}
 	api := spec.Version.APIVersion != ""
-	// Created for every task, as the C++ client does; only API apps get
-	// messages through it. Whatever an earlier run left under its name
-	// (a link to a file elsewhere, say) is removed, not written through.
+	// Created and kept for every task, as the C++ client does
+	// (ACTIVE_TASK::start): an app whose version has no api_version may
+	// still link the API (BOINC's wrapper) and report through it, and
+	// init_data.xml's shm_key -1 sends every API library to this file.
+	// Whatever an earlier run left under its name (a link to a file
+	// elsewhere, say) is removed, not written through.
 	if err := removeIfPresent(filepath.Join(dir, boincapi.MmapFileName)); err != nil {
 		return nil, err
 	}
 	shm, err := boincapi.CreateShmem(filepath.Join(dir, boincapi.MmapFileName))
 	if err != nil {
 		return nil, err
-	}
-	if !api {
-		shm.Close()
-		shm = nil
 	}
 
 	maxWSS := spec.Host.MNBytes * spec.Prefs.RAMMaxUsedBusyPct / 100
@@ -292,7 +292,8 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int, acct *App
 		maxMemory:    spec.MaxMemory,
 		maxDisk:      spec.MaxDisk,
 		fpopsBound:   spec.WU.RscFpopsBound,
-		flops:        spec.Version.Flops,
+		flops:        cmp.Or(spec.Flops, spec.Version.Flops),
+		memWUBound:   spec.MemoryBoundFromWU,
 		throttleable: spec.GPUType == "" && !spec.DontThrottle && !spec.Container,
 		container:    spec.Container,
 		diskPaths:    diskPaths,
