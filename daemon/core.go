@@ -350,7 +350,7 @@ func (d *Daemon) schedule(now time.Time) {
 	sort.Strings(keys)
 	for _, key := range keys {
 		at := d.active[key]
-		if at.aborting || at.quitting {
+		if at.aborting || at.quitting || at.overLimit {
 			continue
 		}
 		r := d.st.results[key]

@@ -393,9 +393,12 @@ func (d *Daemon) guiResults(st *guirpc.State, now time.Time) {
 			if a := d.active[r.Key()]; a != nil {
 				at.ElapsedTime = a.elapsed(now)
 				at.SwapSize = a.swapSize
-				if a.suspended {
+				switch {
+				case a.overLimit:
+					at.ActiveState, at.SchedulerState = 5, 2 // ABORT_PENDING, SCHEDULED
+				case a.suspended:
 					at.ActiveState = 9 // SUSPENDED
-				} else {
+				default:
 					at.ActiveState, at.SchedulerState = 1, 2 // EXECUTING, SCHEDULED
 				}
 			}

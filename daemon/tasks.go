@@ -33,6 +33,10 @@ type activeTask struct {
 	abortStatus    int
 	abortMsg       string
 	swapSize       float64 // bytes, last sample (GUI swap_size)
+	// overLimit: the runner found the task over a resource limit and is
+	// aborting it (ABORT_PENDING); the scheduler leaves it alone until
+	// it exits.
+	overLimit bool
 }
 
 func (a *activeTask) elapsed(now time.Time) float64 {
@@ -193,9 +197,11 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		// elapsed time the FLOPs bound allows, the workunit's memory bound
 		// capped by the RAM the prefs give BOINC, and its disk bound.
 		MaxElapsed: taskrunner.ElapsedLimit(wu.RscFpopsBound, d.taskFlops(r)),
+		Flops:      d.taskFlops(r),
 		MaxMemory:  d.memoryLimit(wu),
 		MaxDisk:    wu.RscDiskBound,
 	}
+	spec.MemoryBoundFromWU = wu.RscMemoryBound > 0 && spec.MaxMemory == wu.RscMemoryBound
 	// A container app's work runs in the engine's processes: its CPU
 	// time is what it reports, and it is not throttled (taskrunner).
 	spec.Container = container.IsApp(v.PlanClass)
@@ -286,15 +292,23 @@ func (d *Daemon) pollTasks(now time.Time) {
 		}
 		r.CurrentCPUTime = s.CPUTime
 		r.ElapsedTime = at.elapsed(now)
-		if s.FractionDone > 0 {
+		if s.LimitExceeded != "" && !at.overLimit {
+			// The C++ client's "Aborting task NAME: exceeded elapsed time
+			// limit ..." (check_rsc_limits_exceeded); the exit follows as a
+			// computation error with the limit's exit status.
+			at.overLimit = true
+			d.taskLog(r).Info("task aborted", slog.String("reason", s.LimitExceeded))
+		}
+		if s.ReportsStatus {
+			// The app's own fraction done (ACTIVE_TASK::get_app_status_msg),
+			// whatever its version says about the API: BOINC's wrapper
+			// reports through shared memory without an api_version.
 			r.FractionDone = s.FractionDone
-		} else if v := d.st.versionOf(r); v != nil && v.APIVersion == "" {
-			// A plain program reports nothing: progress can only be guessed
-			// from elapsed time, as BOINC Manager does (app.cpp), never
-			// reaching 100 % before the program ends.
-			if est := d.estimateDuration(r); est > 0 {
-				r.FractionDone = 1 - math.Exp(-r.ElapsedTime/est)
-			}
+		} else if est := d.estimateDuration(r); est > 0 {
+			// A plain program that never wrote status: progress can only be
+			// guessed from elapsed time, as BOINC Manager does (app.cpp),
+			// never reaching 100 % before the program ends.
+			r.FractionDone = 1 - math.Exp(-r.ElapsedTime/est)
 		}
 		if s.WorkingSet > r.PeakWorkingSet {
 			r.PeakWorkingSet = s.WorkingSet

@@ -112,8 +112,14 @@ func (r *Runner) wait(t *task) {
 		}
 	}
 	// The caller logs what the exit means for the task, with its project.
+	// process_exit_code is the process's own (-1 when a signal ended it);
+	// exit_status is what the task is reported with.
+	code := -1
+	if ps != nil {
+		code = ps.ExitCode()
+	}
 	r.log.Debug("task process exited", "result", t.name, "slot", t.slot, "outcome", info.Outcome.String(),
-		"exit_status", info.ExitStatus, "signal", info.Signal, "cpu", info.CPUTime, "message", info.Message)
+		"exit_status", info.ExitStatus, "process_exit_code", code, "signal", info.Signal, "cpu", info.CPUTime, "message", info.Message)
 
 	r.mu.Lock()
 	delete(r.tasks, t.key)

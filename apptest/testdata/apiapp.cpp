@@ -2,7 +2,7 @@
 // (Debian's libboinc-app-dev), used by package apptest to prove that
 // boincd drives real BOINC-API apps.
 //
-// Usage: apiapp [--seconds N] [--mem MB] [--idle]
+// Usage: apiapp [--seconds N] [--mem MB] [--idle] [--fraction-log FILE]
 //
 //   --seconds N  do N seconds of CPU work (thread CPU time, so time spent
 //                suspended does not count), default 8
@@ -11,6 +11,11 @@
 //                the library's timer thread and must not load the host)
 //   --mem MB     allocate MB megabytes and keep touching them while
 //                working (for the memory-limit test), default 0
+//   --fraction-log FILE
+//                append every fraction done the app reports to FILE (in
+//                the slot), one per line in the API's own "%e" format,
+//                before reporting it: the test compares the client's view
+//                with what the app really reported
 //
 // The app reads its input through boinc_resolve_filename("in"), reports
 // progress with boinc_fraction_done, writes a checkpoint file whenever
@@ -102,6 +107,7 @@ int main(int argc, char** argv) {
     double seconds = 8;
     long mem_mb = 0;
     bool idle = false;
+    const char* fraction_log = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
             seconds = atof(argv[++i]);
@@ -109,6 +115,8 @@ int main(int argc, char** argv) {
             mem_mb = atol(argv[++i]);
         } else if (!strcmp(argv[i], "--idle")) {
             idle = true;
+        } else if (!strcmp(argv[i], "--fraction-log") && i + 1 < argc) {
+            fraction_log = argv[++i];
         }
     }
 
@@ -156,6 +164,15 @@ int main(int argc, char** argv) {
         memset(mem, 1, mem_bytes);
     }
 
+    FILE* flog = NULL;
+    if (fraction_log != NULL) {
+        flog = fopen(fraction_log, "a");
+        if (flog == NULL) {
+            fprintf(stderr, "apiapp: cannot open %s: %s\n", fraction_log, strerror(errno));
+            boinc_finish(1);
+        }
+    }
+
     double (*clock)() = idle ? wall : thread_cpu;
     double start = clock();
     double base = done;
@@ -180,7 +197,13 @@ int main(int argc, char** argv) {
             }
         }
         done = base + (clock() - start);
-        boinc_fraction_done(done < seconds ? done / seconds : 1.0);
+        double fraction = done < seconds ? done / seconds : 1.0;
+        if (flog != NULL) {
+            // Logged and flushed before the API can send it.
+            fprintf(flog, "%e\n", fraction);
+            fflush(flog);
+        }
+        boinc_fraction_done(fraction);
         if (boinc_time_to_checkpoint()) {
             if (write_checkpoint(done, sum) != 0) {
                 fprintf(stderr, "apiapp: checkpoint failed\n");
