@@ -15,7 +15,12 @@
 // progress, CPU time and checkpoints read from shared memory, suspend and
 // resume by message, quit and restart from the app's own checkpoint,
 // abort, and the memory limit (TestMemoryLimit is skipped until the
-// daemon hands rsc_memory_bound to the runner). A shell-script app
+// daemon hands rsc_memory_bound to the runner). TestElapsedLimitAbortsAPIApp
+// shows a task past its elapsed-time limit is asked to abort and exits by
+// itself before the abort timeout, with the C++ client's event log line;
+// TestAPIAppWithoutAPIVersion runs the app in a version without
+// api_version (as BOINC's wrapper often ships) and shows its progress is
+// its own and it is suspended by message. A shell-script app
 // without api_version checks the signal path (SIGSTOP/SIGCONT/SIGKILL of
 // the process group) for plain programs.
 //
@@ -43,7 +48,8 @@
 // mmap file and shm_key -1; versions without an api_version (plain
 // programs such as the reference capture's refapp, whose init_data.xml
 // carries shm_key 16818291) get a System V segment keyed by
-// ftok(init_data.xml), which such programs never read anyway.
+// ftok(init_data.xml), which plain programs never read, while an app
+// linked with the API (the wrapper) attaches and reports through it.
 //
 // TestSharedMemoryMechanisms runs the Debian 7.20.5 library both ways and
 // both work: app_status messages with fraction_done arrive through the
@@ -51,9 +57,9 @@
 // the standalone control run. TestProgressFromSharedMemory shows the mmap
 // file works under boincd itself.
 //
-// boincd uses the mmap file (shm_key -1) for every task, and that is the
-// one to keep, because it is the mechanism the real library attaches to
-// reliably:
+// boincd uses the mmap file (shm_key -1) for every task, api_version or
+// not, and that is the one to keep, because it is the mechanism the real
+// library attaches to reliably:
 //
 //   - It is what the C++ client gives every app built against API 6 or
 //     later, so it is the path real science apps are built and tested

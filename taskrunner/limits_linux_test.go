@@ -15,16 +15,9 @@ import (
 	"github.com/boincd/boincd/boincapi"
 )
 
-// pollUntilEvent polls like the daemon (every 100 ms here) until an exit
-// event arrives.
-func pollUntilEvent(t *testing.T, e *testEnv, d time.Duration) Event {
-	t.Helper()
-	ev, _ := pollUntilExit(t, e, d)
-	return ev
-}
-
-// pollUntilExit is pollUntilEvent that also returns every
-// Status.LimitExceeded the polls reported.
+// pollUntilExit polls like the daemon (every 100 ms here) until an exit
+// event arrives, and returns it with every Status.LimitExceeded the polls
+// reported.
 func pollUntilExit(t *testing.T, e *testEnv, d time.Duration) (Event, []string) {
 	t.Helper()
 	var limits []string
