@@ -14,6 +14,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/rpcclient"
 	"github.com/boincd/boincd/workfetch"
 )
 
@@ -424,10 +425,22 @@ func (d *Daemon) guiTransfers(now time.Time) []guirpc.TransferInfo {
 			Status: f.Status, Upload: upload, NumRetries: f.Xfer.NumRetries,
 			FirstRequestTime: f.Xfer.FirstRequestTime, NextRequestTime: f.Xfer.NextRequestTime,
 		}
+		// A compressed download shows the .gz's size and progress, as
+		// FILE_INFO::write_gui writes gzipped_nbytes for nbytes. Which
+		// URL is being tried is the one the last attempt ended on
+		// (f.Xfer.URLIndex): the gzipped ones come first.
+		gz := !upload && f.Xfer.URLIndex < len(f.GzippedURLs)
+		if gz && f.GzippedNBytes > 0 {
+			ti.NBytes = f.GzippedNBytes
+		}
 		if _, busy := d.xfers[f.Key()]; busy {
 			ti.Active = true
 			if !upload {
-				if fi, err := os.Stat(d.filePath(f)); err == nil {
+				path := d.filePath(f)
+				if gz {
+					path = rpcclient.GzipPartPath(path)
+				}
+				if fi, err := os.Stat(path); err == nil {
 					ti.BytesXferred = float64(fi.Size())
 				}
 			}

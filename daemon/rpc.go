@@ -628,6 +628,12 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 			if len(f.UploadURLs) > 0 {
 				old.UploadURLs = f.UploadURLs
 			}
+			if len(f.DownloadURLs) > 0 || len(f.GzippedURLs) > 0 {
+				// FILE_INFO::merge_info takes download_gzipped from
+				// the new file_info: a reply without <gzipped_url>
+				// turns the compressed download off.
+				old.GzippedURLs, old.GzippedNBytes = f.GzippedURLs, f.GzippedNBytes
+			}
 			d.batch.PutFile(old)
 			continue
 		}
@@ -817,6 +823,11 @@ func (d *Daemon) gcFiles(projectURL string) {
 		delete(d.st.files, k)
 		d.batch.DeleteFile(k)
 		d.removeAfterCommit(d.filePath(f))
+		if len(f.GzippedURLs) > 0 {
+			// A compressed download cut off and never resumed leaves
+			// its .gzt (FILE_INFO::delete_file removes NAME.gzt too).
+			d.removeAfterCommit(rpcclient.GzipPartPath(d.filePath(f)))
+		}
 	}
 }
 

@@ -233,8 +233,14 @@ func (d *Daemon) startXfer(f *boinc.FileInfo, upload bool, now time.Time) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		log.Error("cannot create project directory", slog.Any("err", err))
 	}
+	// A file offered gzipped (<gzipped_url>) is fetched as its .gz
+	// first, the plain URLs being the fallback in the same rotation
+	// (rpcclient.DownloadSpec.GzippedURLs); either way the size and MD5
+	// checked are the uncompressed file's, as FILE_INFO::verify_file
+	// checks NAME after FILE_INFO::gunzip.
 	spec := rpcclient.DownloadSpec{
-		URLs: f.DownloadURLs, StartURL: f.Xfer.URLIndex, Path: path,
+		URLs: f.DownloadURLs, GzippedURLs: f.GzippedURLs, GzippedNBytes: int64(f.GzippedNBytes),
+		StartURL: f.Xfer.URLIndex, Path: path,
 		NBytes: int64(f.NBytes), MD5: f.MD5, MaxBytes: downloadCap(f), Meter: &rpcclient.Meter{},
 	}
 	if d.cc.eff.DontCheckFileSizes {
@@ -394,6 +400,7 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 		log.Error(what+" failed permanently", slog.Int("retries", f.Xfer.NumRetries), slog.Any("err", ev.err))
 		if !ev.upload {
 			_ = os.Remove(d.filePath(f))
+			rpcclient.RemoveGzipParts(d.filePath(f))
 		}
 	} else {
 		delay := boinc.ExponentialBackoff(f.Xfer.NumRetries-1, d.opt.XferBackoffMin, boinc.XferBackoffMax, d.uniform())

@@ -347,7 +347,19 @@ func parseFile(path string, n *node) (*csFile, error) {
 			fi.DownloadURLs = append(fi.DownloadURLs, u)
 		}
 	}
-	if fi.NBytes < 0 || fi.MaxNBytes < 0 {
+	// A C++ state file's <download_gzipped/> file lists the .gz URLs as
+	// its download URLs (FILE_INFO::parse replaced them; FILE_INFO::write
+	// writes them back), and <gzipped_url> is the reply's element, which
+	// FILE_INFO::parse also takes here.
+	fi.GzippedURLs = f.strs("gzipped_url")
+	if f.bool("download_gzipped") {
+		fi.GzippedURLs = append(fi.GzippedURLs, fi.DownloadURLs...)
+		fi.DownloadURLs = nil
+	}
+	if len(fi.GzippedURLs) > 0 {
+		fi.GzippedNBytes = f.float("gzipped_nbytes")
+	}
+	if fi.NBytes < 0 || fi.MaxNBytes < 0 || fi.GzippedNBytes < 0 {
 		f.fail(nil, "negative size")
 	}
 	return cf, f.err

@@ -1,12 +1,15 @@
 package rpcclient
 
 import (
+	"bufio"
+	"compress/gzip"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,8 +22,21 @@ import (
 // DownloadSpec describes one file download.
 type DownloadSpec struct {
 	// URLs are tried in order, starting at StartURL and wrapping around.
-	URLs     []string
-	StartURL int
+	URLs []string
+	// GzippedURLs serve the same file gzip-compressed (<gzipped_url>,
+	// written by a project's stage_file --gzip). They come first in the
+	// rotation: StartURL and the index Download returns count GzippedURLs
+	// then URLs, so the plain URLs are the fallback when every gzipped
+	// one fails. A gzipped URL is fetched to GzipPartPath(Path), resumed
+	// with Range like a plain download, then inflated to Path with at
+	// most byteCap bytes out; Path is then checked like a plain download.
+	GzippedURLs []string
+	StartURL    int
+	// GzippedNBytes is the compressed size (<gzipped_nbytes>; 0 =
+	// unknown). It is not checked (the C++ client only shows it): a .gz
+	// is bounded by a cap derived from NBytes/MaxBytes, and what counts
+	// is the inflated file's size and MD5.
+	GzippedNBytes int64
 	// Path is the final location. Partial data stays in the same file
 	// between attempts (like the C++ client) and is resumed with Range.
 	Path string
@@ -46,9 +62,15 @@ type VerifyError struct {
 	Path string
 	Want string
 	Got  string
+	// Detail, when set, says what was wrong instead of Want/Got (a .gz
+	// that does not inflate).
+	Detail string
 }
 
 func (e *VerifyError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("%s: %s (error %d)", e.Path, e.Detail, e.Code)
+	}
 	what := "verification failed"
 	switch e.Code {
 	case boinc.ErrMD5Failed:
@@ -61,12 +83,14 @@ func (e *VerifyError) Error() string {
 	return fmt.Sprintf("%s: %s (want %s, got %s; error %d)", e.Path, what, e.Want, e.Got, e.Code)
 }
 
-// Download fetches d.Path from d.URLs. It returns the index of the URL that
-// served the file, or on failure the index of the last URL tried and an
-// error classified by IsPermanent: it is permanent only if every URL
-// failed permanently.
+// Download fetches d.Path from d.GzippedURLs and d.URLs. It returns the
+// index (in GzippedURLs then URLs) of the URL that served the file, or on
+// failure the index of the last URL tried and an error classified by
+// IsPermanent: it is permanent only if every URL failed permanently.
 func (c *Client) Download(ctx context.Context, d DownloadSpec) (int64, error) {
-	if len(d.URLs) == 0 {
+	urls := make([]string, 0, len(d.GzippedURLs)+len(d.URLs))
+	urls = append(append(urls, d.GzippedURLs...), d.URLs...)
+	if len(urls) == 0 {
 		return 0, fmt.Errorf("download %s: no URL", d.Path)
 	}
 	if d.Path == "" {
@@ -76,18 +100,26 @@ func (c *Client) Download(ctx context.Context, d DownloadSpec) (int64, error) {
 		return 0, fmt.Errorf("download %s: %w", d.Path, err)
 	}
 	start := d.StartURL
-	if start < 0 || start >= len(d.URLs) {
+	if start < 0 || start >= len(urls) {
 		start = 0
 	}
 	var lastErr, transientErr error
 	idx := start
-	for k := range d.URLs {
-		idx = (start + k) % len(d.URLs)
-		err := c.downloadFrom(ctx, d, d.URLs[idx])
+	for k := range urls {
+		idx = (start + k) % len(urls)
+		var err error
+		if idx < len(d.GzippedURLs) {
+			err = c.downloadGzipped(ctx, d, urls[idx])
+		} else {
+			err = c.downloadFrom(ctx, d, urls[idx])
+		}
 		if err == nil {
+			// A .gz part left by an earlier attempt has no further use
+			// once the file is here, whichever URL brought it.
+			RemoveGzipParts(d.Path)
 			return int64(idx), nil
 		}
-		c.log.Debug("download attempt failed", "path", d.Path, "url", d.URLs[idx], "err", err)
+		c.log.Debug("download attempt failed", "path", d.Path, "url", urls[idx], "err", err)
 		if ctx.Err() != nil {
 			return int64(idx), fmt.Errorf("download %s: %w", d.Path, err)
 		}
@@ -111,6 +143,51 @@ func (d *DownloadSpec) byteCap() int64 {
 	return limit
 }
 
+// gzipCap is the most a .gz of the file may hold: deflate can grow
+// incompressible data, by 5 bytes per 16 KiB stored block plus the gzip
+// header and trailer, so 1/64 more and 64 KiB cover any honest .gz. It is
+// 0 (no cap) only when the file itself has none.
+func (d *DownloadSpec) gzipCap() int64 {
+	limit := d.byteCap()
+	if limit <= 0 {
+		return 0
+	}
+	return limit + limit/64 + 64<<10
+}
+
+// GzipPartPath is where a gzipped download of path is stored while it
+// arrives: the C++ client's name (FILE_XFER::init_download appends
+// ".gzt"), so a partial .gz is resumed from the same file.
+func GzipPartPath(path string) string { return path + ".gzt" }
+
+// gunzipTempPath is where the inflated bytes go before they replace path.
+// '%' is refused in project file names (boinc.ValidateFileName), so no
+// project file can have this name.
+func gunzipTempPath(path string) string { return path + "%gunzip" }
+
+// RemoveGzipParts removes what a gzipped download of path leaves while it
+// is under way (the .gzt part and the inflation temp); a missing file is
+// not an error. Callers that remove a download's file remove these too,
+// as FILE_INFO::delete_file removes NAME.gz and NAME.gzt.
+func RemoveGzipParts(path string) {
+	_ = os.Remove(GzipPartPath(path))
+	_ = os.Remove(gunzipTempPath(path))
+}
+
+// target is one file a URL fills: the final file, or the .gzt part of a
+// gzipped URL.
+type target struct {
+	path string
+	// resumeBelow is the complete file's size, as far as known: a
+	// partial file at least this large is fetched again from byte 0, and
+	// with 0 nothing is resumed (FILE_XFER::init_download: "if file is
+	// already as large or larger than it's supposed to be, something's
+	// screwy"; for a .gzt it compares with the uncompressed nbytes).
+	resumeBelow int64
+	// limit is the most bytes the file may hold (0 = no cap).
+	limit int64
+}
+
 func (c *Client) downloadFrom(ctx context.Context, d DownloadSpec, url string) error {
 	f, err := os.OpenFile(d.Path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -121,29 +198,186 @@ func (c *Client) downloadFrom(ctx context.Context, d DownloadSpec, url string) e
 	if err != nil {
 		return fmt.Errorf("stat %s: %w", d.Path, err)
 	}
-	offset := st.Size()
-	if d.NBytes > 0 && offset == d.NBytes {
+	if d.NBytes > 0 && st.Size() == d.NBytes {
 		// A complete file from an earlier attempt: keep it if it verifies.
 		if verifyFile(f, d) == nil {
-			c.progress(d, offset)
+			c.progress(d, st.Size())
 			return nil
 		}
 	}
-	if d.NBytes <= 0 || offset >= d.NBytes {
+	if err := c.fetchInto(ctx, f, d, target{path: d.Path, resumeBelow: d.NBytes, limit: d.byteCap()}, url); err != nil {
+		return err
+	}
+	if err := verifyFile(f, d); err != nil {
+		_ = f.Close()
+		_ = os.Remove(d.Path)
+		return err
+	}
+	return nil
+}
+
+// downloadGzipped fetches url, a .gz of the file, into its .gzt part,
+// inflates that to d.Path and verifies d.Path as downloadFrom does. It
+// follows the C++ client's compressed download: FILE_INFO::parse (the
+// <gzipped_url>s replace the download URLs and set download_gzipped),
+// FILE_XFER::init_download (NAME.gzt, resumed from its size),
+// CLIENT_STATE::handle_pers_file_xfers (the finished .gzt becomes NAME.gz
+// and FILE_INFO::verify_file runs) and FILE_INFO::gunzip (inflate to a
+// temp, rename over NAME, delete the .gz), then the size and MD5 checks of
+// verify_file on NAME. Unlike gunzip it caps the inflated bytes, so a
+// .gz bomb cannot fill the disk, and a .gz that does not inflate is a
+// verification error (gzread's error merely ended the C++ loop, leaving a
+// short file that failed its MD5).
+func (c *Client) downloadGzipped(ctx context.Context, d DownloadSpec, url string) error {
+	if d.NBytes > 0 {
+		// The file itself from an earlier attempt (inflated, then the
+		// process stopped before recording it): verify_file looks at
+		// NAME before any .gz.
+		if f, err := os.Open(d.Path); err == nil {
+			st, serr := f.Stat()
+			ok := serr == nil && st.Size() == d.NBytes && verifyFile(f, d) == nil
+			_ = f.Close()
+			if ok {
+				c.progress(d, d.NBytes)
+				return nil
+			}
+		}
+	}
+	gzResumeBelow := d.GzippedNBytes
+	if gzResumeBelow <= 0 {
+		gzResumeBelow = d.NBytes
+	}
+	part := GzipPartPath(d.Path)
+	f, err := os.OpenFile(part, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", part, err)
+	}
+	defer f.Close()
+	if err := c.fetchInto(ctx, f, d, target{path: part, resumeBelow: gzResumeBelow, limit: d.gzipCap()}, url); err != nil {
+		return err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("seek %s: %w", part, err)
+	}
+	if err := gunzipTo(f, part, d.Path, d.byteCap()); err != nil {
+		// A .gz that does not inflate, or inflates too far, is fetched
+		// whole next time.
+		_ = f.Close()
+		_ = os.Remove(part)
+		return err
+	}
+	_ = f.Close()
+	_ = os.Remove(part)
+	out, err := os.Open(d.Path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", d.Path, err)
+	}
+	defer out.Close()
+	if err := verifyFile(out, d); err != nil {
+		_ = out.Close()
+		_ = os.Remove(d.Path)
+		return err
+	}
+	return nil
+}
+
+// gunzipTo inflates the gzip stream in src (the file at srcPath) into
+// path, through a temp file renamed over path once complete, writing at
+// most limit bytes (0 = no cap). A stream that is not gzip, is cut short
+// or fails its CRC is a VerifyError naming srcPath; one that inflates
+// past limit is a VerifyError (ErrFileTooBig) naming path. Multi-member
+// streams are read whole, as zlib's gzread does.
+func gunzipTo(src io.Reader, srcPath, path string, limit int64) error {
+	corrupt := func(err error) error {
+		return &VerifyError{Code: boinc.ErrMD5Failed, Path: srcPath, Detail: "corrupt gzip data: " + err.Error()}
+	}
+	zr, err := gzip.NewReader(bufio.NewReaderSize(src, 64<<10))
+	if err != nil {
+		return corrupt(err)
+	}
+	defer zr.Close()
+	tmp := gunzipTempPath(path)
+	out, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	fail := func(err error) error {
+		_ = out.Close()
+		_ = os.Remove(tmp)
+		return err
+	}
+	body := io.Reader(zr)
+	if limit > 0 {
+		// One byte past the cap tells an over-size stream from an exact one.
+		body = io.LimitReader(zr, limit+1)
+	}
+	n, err := io.Copy(&tagWriter{w: out}, body)
+	var werr *writeError
+	var rerr *fs.PathError
+	switch {
+	case errors.As(err, &werr):
+		return fail(fmt.Errorf("write %s: %w", tmp, werr.err))
+	case errors.As(err, &rerr):
+		return fail(fmt.Errorf("read %s: %w", srcPath, err)) // the disk, not the data
+	case err != nil:
+		return fail(corrupt(err))
+	}
+	if limit > 0 && n > limit {
+		return fail(&VerifyError{Code: boinc.ErrFileTooBig, Path: path,
+			Want: "at most " + itoa64(limit) + " bytes", Got: "more, inflating " + srcPath})
+	}
+	if err := out.Sync(); err != nil {
+		return fail(fmt.Errorf("sync %s: %w", tmp, err))
+	}
+	if err := out.Close(); err != nil {
+		return fail(fmt.Errorf("close %s: %w", tmp, err))
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rename %s: %w", tmp, err)
+	}
+	return nil
+}
+
+// writeError marks an error of the output side of a copy, so the input's
+// errors (corrupt data) are told from the disk's.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+
+type tagWriter struct{ w io.Writer }
+
+func (t *tagWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	if err != nil {
+		err = &writeError{err: err}
+	}
+	return n, err
+}
+
+// fetchInto fills f (the file at t.path) from url, resuming what an
+// earlier attempt left with a Range request, and syncs it.
+func (c *Client) fetchInto(ctx context.Context, f *os.File, d DownloadSpec, t target, url string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", t.path, err)
+	}
+	offset := st.Size()
+	if t.resumeBelow <= 0 || offset >= t.resumeBelow || (t.limit > 0 && offset >= t.limit) {
 		offset = 0
 	}
 	if err := f.Truncate(offset); err != nil {
-		return fmt.Errorf("truncate %s: %w", d.Path, err)
+		return fmt.Errorf("truncate %s: %w", t.path, err)
 	}
 	// At most two requests: a Range request the server refuses with 416 is
 	// repeated from byte 0.
 	for attempt := 0; ; attempt++ {
-		err := c.getInto(ctx, f, d, url, &offset)
+		err := c.getInto(ctx, f, d, t, url, &offset)
 		var he *HTTPError
 		if attempt == 0 && offset > 0 && errors.As(err, &he) && he.StatusCode == http.StatusRequestedRangeNotSatisfiable {
 			offset = 0
 			if err := f.Truncate(0); err != nil {
-				return fmt.Errorf("truncate %s: %w", d.Path, err)
+				return fmt.Errorf("truncate %s: %w", t.path, err)
 			}
 			continue
 		}
@@ -153,12 +387,7 @@ func (c *Client) downloadFrom(ctx context.Context, d DownloadSpec, url string) e
 		break
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", d.Path, err)
-	}
-	if err := verifyFile(f, d); err != nil {
-		_ = f.Close()
-		_ = os.Remove(d.Path)
-		return err
+		return fmt.Errorf("sync %s: %w", t.path, err)
 	}
 	return nil
 }
@@ -170,7 +399,7 @@ func (c *Client) progress(d DownloadSpec, n int64) {
 }
 
 // getInto GETs url and writes the body into f at *offset, updating *offset.
-func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url string, offset *int64) error {
+func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, t target, url string, offset *int64) error {
 	ctx, w := c.watch(ctx, url)
 	defer w.stop()
 	req, err := c.newRequest(ctx, http.MethodGet, url, nil)
@@ -201,18 +430,18 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 	} else if *offset > 0 {
 		// The server ignored Range and sends the whole file.
 		if err := f.Truncate(0); err != nil {
-			return fmt.Errorf("truncate %s: %w", d.Path, err)
+			return fmt.Errorf("truncate %s: %w", t.path, err)
 		}
 		*offset = 0
 	}
 	if _, err := f.Seek(*offset, io.SeekStart); err != nil {
-		return fmt.Errorf("seek %s: %w", d.Path, err)
+		return fmt.Errorf("seek %s: %w", t.path, err)
 	}
-	limit := d.byteCap()
+	limit := t.limit
 	tooBig := func(got string) error {
 		_ = f.Truncate(0)
-		_ = os.Remove(d.Path)
-		return &VerifyError{Code: boinc.ErrFileTooBig, Path: d.Path,
+		_ = os.Remove(t.path)
+		return &VerifyError{Code: boinc.ErrFileTooBig, Path: t.path,
 			Want: "at most " + itoa64(limit) + " bytes", Got: got}
 	}
 	body := io.Reader(&watchedReader{r: resp.Body, w: w})
@@ -232,7 +461,7 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 				return tooBig("more from " + url)
 			}
 			if _, err := f.Write(buf[:n]); err != nil {
-				return fmt.Errorf("write %s: %w", d.Path, err)
+				return fmt.Errorf("write %s: %w", t.path, err)
 			}
 			d.Meter.add(n)
 			*offset += int64(n)
@@ -243,8 +472,9 @@ func (c *Client) getInto(ctx context.Context, f *os.File, d DownloadSpec, url st
 			// shorter than the file) fails verification as a wrong
 			// size: HTTP framing cannot tell a lying header from a short
 			// file, and a short file must not be retried for 90 days.
-			// A body cut before its Content-Length is a read error
-			// below, and that partial is kept for a Range resume.
+			// (A short .gz fails to inflate, the same verification
+			// error.) A body cut before its Content-Length is a read
+			// error below, and that partial is kept for a Range resume.
 			return nil
 		}
 		if rerr != nil {

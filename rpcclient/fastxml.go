@@ -81,7 +81,7 @@ var knownNames = func() map[string]string {
 		"dont_use_dcf", "coproc", "type", "count", "optional", "report_immediately", "sticky", "download_url",
 		"upload_url", "result_abort", "result_abort_if_not_started", "delete_file_info", "no_rsc_apps",
 		"gui_urls", "gui_url", "description", "rss_feeds", "rss_feed", "poll_interval", "external_cpid",
-		"non_cpu_intensive", "fraction_done_exact"} {
+		"non_cpu_intensive", "fraction_done_exact", "gzipped_url", "gzipped_nbytes"} {
 		m[n] = n
 	}
 	return m

@@ -743,10 +743,22 @@ func (p *rparser) fileInfo(t xml.StartElement, idx int) (boinc.FileInfo, error) 
 				}
 				f.UploadURLs = append(f.UploadURLs, s)
 			}
+		case "gzipped_url":
+			// FILE_INFO::parse: the .gz URLs stage_file --gzip adds
+			// beside <url>; the C++ client downloads only these when
+			// any is given, boincd tries them first (DownloadSpec).
+			if s, err = p.trimmed(c); err == nil && s != "" {
+				if err = checkTransferURL("gzipped_url", s); err != nil {
+					return err
+				}
+				f.GzippedURLs = append(f.GzippedURLs, s)
+			}
 		case "md5_cksum":
 			f.MD5, err = p.trimmed(c)
 		case "nbytes":
 			f.NBytes, err = p.float(c)
+		case "gzipped_nbytes":
+			f.GzippedNBytes, err = p.float(c)
 		case "max_nbytes":
 			f.MaxNBytes, err = p.float(c)
 		case "executable":
@@ -765,14 +777,17 @@ func (p *rparser) fileInfo(t xml.StartElement, idx int) (boinc.FileInfo, error) 
 	if err == nil {
 		err = checkName(f.Name, false)
 	}
-	if err == nil && (f.NBytes < 0 || f.MaxNBytes < 0) {
-		err = fmt.Errorf("negative size (<nbytes> %g, <max_nbytes> %g)", f.NBytes, f.MaxNBytes)
+	if err == nil && (f.NBytes < 0 || f.MaxNBytes < 0 || f.GzippedNBytes < 0) {
+		err = fmt.Errorf("negative size (<nbytes> %g, <max_nbytes> %g, <gzipped_nbytes> %g)", f.NBytes, f.MaxNBytes, f.GzippedNBytes)
 	}
 	if err == nil {
 		err = checkRange("nbytes", f.NBytes, 0, MaxFileBytes)
 	}
 	if err == nil {
 		err = checkRange("max_nbytes", f.MaxNBytes, 0, MaxFileBytes)
+	}
+	if err == nil {
+		err = checkRange("gzipped_nbytes", f.GzippedNBytes, 0, MaxFileBytes)
 	}
 	if err != nil {
 		return f, itemErr("file_info", idx, f.Name, err)

@@ -147,6 +147,29 @@ func TestParseReplyVariants(t *testing.T) {
 				t.Errorf("got %+v", wu)
 			}
 		}},
+		// stage_file --gzip: <gzipped_url>s beside <url> and
+		// <gzipped_nbytes> (FILE_INFO::parse); <nbytes> and <md5_cksum>
+		// stay the uncompressed file's.
+		{"gzipped urls", `<scheduler_reply><file_info>
+<name>in</name>
+<url>http://a/download/in</url>
+<gzipped_url> http://a/download/in.gz </gzipped_url>
+<gzipped_url>http://b/download/in.gz</gzipped_url>
+<url>http://b/download/in</url>
+<md5_cksum>0123456789abcdef0123456789abcdef</md5_cksum>
+<nbytes>54321</nbytes>
+<gzipped_nbytes>3900</gzipped_nbytes>
+</file_info><file_info><name>plain</name><url>http://a/plain</url><nbytes>1</nbytes></file_info></scheduler_reply>`, func(t *testing.T, r *SchedulerReply) {
+			f := r.FileInfos[0]
+			if !reflect.DeepEqual(f.GzippedURLs, []string{"http://a/download/in.gz", "http://b/download/in.gz"}) ||
+				!reflect.DeepEqual(f.DownloadURLs, []string{"http://a/download/in", "http://b/download/in"}) ||
+				f.GzippedNBytes != 3900 || f.NBytes != 54321 || f.MD5 != "0123456789abcdef0123456789abcdef" || f.IsUpload() {
+				t.Errorf("gzipped file %+v", f)
+			}
+			if p := r.FileInfos[1]; p.GzippedURLs != nil || p.GzippedNBytes != 0 {
+				t.Errorf("plain file %+v has gzip fields", p)
+			}
+		}},
 		{"explicit urls, subdir open name, aborts, deletes, messages", `<scheduler_reply>
 <file_info><name>f</name><download_url>http://a/f</download_url><upload_url>http://b/up</upload_url><sticky/></file_info>
 <result><name>r</name><wu_name>w</wu_name><report_immediately/><file_ref><file_name>o</file_name><open_name>sub/out</open_name><optional>1</optional></file_ref></result>

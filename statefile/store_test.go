@@ -97,6 +97,7 @@ func fullResult(url, name string) *boinc.Result {
 func fullFile(url, name string) *boinc.FileInfo {
 	return &boinc.FileInfo{
 		ProjectURL: url, Name: name, DownloadURLs: []string{url + "dl/" + name}, UploadURLs: []string{url + "ul"},
+		GzippedURLs: []string{url + "dl/" + name + ".gz"}, GzippedNBytes: 300,
 		MD5: "d41d8cd98f00b204e9800998ecf8427e", NBytes: 1024, MaxNBytes: 4096, Executable: true, Sticky: true,
 		FileSignature: "sig", XMLSignature: "xsig", SignatureRequired: true, Status: boinc.FilePresent, Uploaded: true,
 		Xfer: boinc.FileXfer{NumRetries: 2, FirstRequestTime: t0, NextRequestTime: t0.Add(time.Minute), URLIndex: 1,
