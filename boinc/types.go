@@ -225,16 +225,16 @@ type FileXfer struct {
 // FileInfo is a file the project told us about: an app file, an input or an
 // output.
 type FileInfo struct {
-	ProjectURL        string   `json:"project_url"`
-	Name              string   `json:"name"`
-	DownloadURLs      []string `json:"download_urls,omitempty"`
-	UploadURLs        []string `json:"upload_urls,omitempty"`
+	ProjectURL   string   `json:"project_url"`
+	Name         string   `json:"name"`
+	DownloadURLs []string `json:"download_urls,omitempty"`
+	UploadURLs   []string `json:"upload_urls,omitempty"`
 	// GzippedURLs serve the file gzip-compressed (<gzipped_url>, from a
 	// project's stage_file --gzip) and GzippedNBytes is that .gz's size
 	// (<gzipped_nbytes>). The downloader tries them before DownloadURLs;
 	// NBytes and MD5 are the uncompressed file's (FILE_INFO::parse).
-	GzippedURLs   []string `json:"gzipped_urls,omitempty"`
-	GzippedNBytes float64  `json:"gzipped_nbytes,omitempty"`
+	GzippedURLs       []string `json:"gzipped_urls,omitempty"`
+	GzippedNBytes     float64  `json:"gzipped_nbytes,omitempty"`
 	MD5               string   `json:"md5,omitempty"`
 	NBytes            float64  `json:"nbytes"`
 	MaxNBytes         float64  `json:"max_nbytes,omitempty"`
