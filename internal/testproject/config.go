@@ -137,7 +137,16 @@ type JobTemplate struct {
 	Deadline time.Duration
 	// InputSize is the size of the job's input file, filled by
 	// JobInput(n, InputSize); 0 means the job has no input file.
-	InputSize         int
+	InputSize int
+	// GzipInput offers the input file gzip-compressed too, as a project
+	// that staged it with stage_file --gzip: the file_info carries
+	// <gzipped_url> (GET /download/NAME.gz serves the .gz) and
+	// <gzipped_nbytes> beside <url>, while <nbytes> and <md5_cksum> stay
+	// the uncompressed file's. Stats.Downloads counts NAME.gz apart from
+	// NAME, so a test sees which one was fetched. GzipOnly leaves out
+	// <url>: only the .gz is offered.
+	GzipInput         bool
+	GzipOnly          bool
 	InputOpenName     string  // default "in"
 	OutputOpenName    string  // default "out"
 	CopyOutput        bool    // <copy_file/> on the output file_ref, as the reference server
@@ -158,9 +167,18 @@ type Faults struct {
 	// RPCs that report a result count.
 	HangReplies      int
 	HangReportsOnly  bool
-	CorruptDownloads int  // next N input-file downloads serve wrong bytes of the right length
-	UploadFailures   int  // next N uploads get <status>1</status> (transient)
-	UploadPermanent  bool // every upload gets <status>-1</status>
+	CorruptDownloads int // next N input-file downloads (plain or .gz) serve wrong bytes of the right length
+	// CutDownloads: the next N input-file downloads (plain or .gz) send
+	// the response header with the full Content-Length, half the body,
+	// and then break the connection, as a dropped link does; the client
+	// keeps what arrived and resumes with Range.
+	CutDownloads int
+	// GzipBombDownloads: the next N downloads of a .gz input
+	// (JobTemplate.GzipInput) serve, instead of the real .gz, a valid
+	// gzip stream of about 16 KiB that inflates to 16 MiB of zeros.
+	GzipBombDownloads int
+	UploadFailures    int  // next N uploads get <status>1</status> (transient)
+	UploadPermanent   bool // every upload gets <status>-1</status>
 	// HostileFileName, if set, names the input file of the next job sent
 	// (e.g. "../evil"); it is cleared once used.
 	HostileFileName string
@@ -307,6 +325,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if j.InputSize < 0 {
 		return cfg, fmt.Errorf("testproject config: InputSize %d < 0", j.InputSize)
+	}
+	if j.GzipOnly && !j.GzipInput {
+		return cfg, fmt.Errorf("testproject config: GzipOnly without GzipInput")
 	}
 	if j.InputOpenName == "" {
 		j.InputOpenName = defaultInputOpen

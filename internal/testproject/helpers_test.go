@@ -150,6 +150,8 @@ type parsedReply struct {
 	FileInfos    []struct {
 		Name          string `xml:"name"`
 		URL           string `xml:"url"`
+		GzippedURL    string `xml:"gzipped_url"`
+		GzippedNBytes int64  `xml:"gzipped_nbytes"`
 		NBytes        int64  `xml:"nbytes"`
 		MD5           string `xml:"md5_cksum"`
 		MaxNBytes     string `xml:"max_nbytes"`

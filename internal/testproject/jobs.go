@@ -45,6 +45,11 @@ type Job struct {
 	InputFile   string // "" when the job has no input
 	InputMD5    string
 	InputSize   int
+	// InputGzipFile is the download name of the input's .gz
+	// (InputFile + ".gz") when the input is offered gzipped, else "";
+	// InputGzipSize is its size.
+	InputGzipFile string
+	InputGzipSize int
 	OutputFiles []string
 	HostID      int64
 	// Platform, VersionNum and PlanClass name the app version the result

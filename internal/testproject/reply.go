@@ -167,7 +167,14 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 	if j.InputFile != "" {
 		b.line("<file_info>")
 		b.linef("    <name>%s</name>", xmlEscape(j.InputFile))
-		b.linef("    <url>%s</url>", xmlEscape(downloadURL(base, j.InputFile)))
+		if !s.cfg.Job.GzipOnly {
+			b.linef("    <url>%s</url>", xmlEscape(downloadURL(base, j.InputFile)))
+		}
+		if j.InputGzipFile != "" {
+			// What stage_file --gzip makes the scheduler send.
+			b.linef("    <gzipped_url>%s</gzipped_url>", xmlEscape(downloadURL(base, j.InputGzipFile)))
+			b.linef("    <gzipped_nbytes>%d</gzipped_nbytes>", j.InputGzipSize)
+		}
 		b.linef("    <nbytes>%d</nbytes>", j.InputSize)
 		b.linef("    <md5_cksum>%s</md5_cksum>", j.InputMD5)
 		b.line("</file_info>")

@@ -570,6 +570,11 @@ func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.T
 		j.InputMD5 = md5Hex(input)
 		j.InputSize = len(input)
 		s.files[j.InputFile] = &downloadFile{data: input, input: true}
+		if s.cfg.Job.GzipInput {
+			gz := gzipData(input)
+			j.InputGzipFile, j.InputGzipSize = j.InputFile+".gz", len(gz)
+			s.files[j.InputGzipFile] = &downloadFile{data: gz, input: true, gzip: true}
+		}
 	}
 	for _, o := range j.OutputFiles {
 		of := outputFile{result: res, maxNBytes: s.cfg.Job.MaxOutputBytes}

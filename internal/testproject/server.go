@@ -32,6 +32,7 @@ package testproject
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/md5"
 	"encoding/hex"
@@ -41,6 +42,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -166,7 +168,8 @@ type outputFile struct {
 type downloadFile struct {
 	data  []byte
 	path  string // served from disk when set
-	input bool   // input files are subject to CorruptDownloads
+	input bool   // input files are subject to CorruptDownloads and CutDownloads
+	gzip  bool   // a .gz of an input (GzipBombDownloads)
 }
 
 // New checks cfg, fills in defaults and prepares the server; it does not
@@ -464,7 +467,7 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	s.mu.Lock()
 	f, ok := s.files[name]
-	corrupt := false
+	corrupt, cut, bomb := false, false, false
 	rate := 0
 	if ok {
 		s.stats.Downloads[name]++
@@ -478,6 +481,14 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		if f.input {
 			rate = s.faults.DownloadBytesPerSec
 		}
+		if f.gzip && s.faults.GzipBombDownloads > 0 {
+			s.faults.GzipBombDownloads--
+			bomb = true
+		}
+		if f.input && s.faults.CutDownloads > 0 {
+			s.faults.CutDownloads--
+			cut = true
+		}
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -486,6 +497,12 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
+	if cut {
+		// http.ServeContent sets Content-Length from the body (or the
+		// range) before it writes: half of that gets through.
+		w = &cutWriter{ResponseWriter: w, rc: http.NewResponseController(w)}
+		s.log.Info("testproject: cutting a download half-way (fault)", "name", name)
+	}
 	if rate > 0 {
 		w = &throttledWriter{ResponseWriter: w, rc: http.NewResponseController(w), rate: rate, ctx: r.Context(), done: s.done}
 	}
@@ -513,6 +530,10 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
 	if corrupt {
 		data = corruptBytes(data)
 		s.log.Info("testproject: serving corrupt download (fault)", "name", name)
+	}
+	if bomb {
+		data = gzipBomb()
+		s.log.Info("testproject: serving a gzip bomb (fault)", "name", name)
 	}
 	http.ServeContent(w, r, "", s.epoch, bytes.NewReader(data))
 }
@@ -563,6 +584,60 @@ func (t *throttledWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return written, nil
+}
+
+// cutWriter passes on half of the announced body, flushed so the client
+// really has it, then aborts the response: the connection closes short of
+// its Content-Length.
+type cutWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	allowed int64 // -1 until the header is written
+	started bool
+}
+
+func (c *cutWriter) WriteHeader(code int) {
+	if !c.started {
+		c.started = true
+		c.allowed = -1
+		if n, err := strconv.ParseInt(c.Header().Get("Content-Length"), 10, 64); err == nil {
+			c.allowed = n / 2
+		}
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	if !c.started {
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.allowed < 0 || int64(len(p)) <= c.allowed {
+		c.allowed -= int64(len(p))
+		return c.ResponseWriter.Write(p)
+	}
+	_, _ = c.ResponseWriter.Write(p[:c.allowed])
+	_ = c.rc.Flush()
+	// net/http closes the connection without logging for this panic.
+	panic(http.ErrAbortHandler)
+}
+
+// gzipData is b gzip-compressed, as stage_file --gzip stores it.
+func gzipData(b []byte) []byte {
+	var out bytes.Buffer
+	zw := gzip.NewWriter(&out)
+	_, _ = zw.Write(b) // writing to a bytes.Buffer does not fail
+	_ = zw.Close()
+	return out.Bytes()
+}
+
+// gzipBomb is a valid gzip stream of about 16 KiB inflating to 16 MiB of
+// zeros (GzipBombDownloads).
+func gzipBomb() []byte {
+	var out bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	_, _ = zw.Write(make([]byte, 16<<20))
+	_ = zw.Close()
+	return out.Bytes()
 }
 
 // corruptBytes flips every byte, keeping the length: the client sees the

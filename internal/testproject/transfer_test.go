@@ -400,6 +400,7 @@ func TestConfigValidation(t *testing.T) {
 		{"duplicate app", Config{Apps: []App{good, good}}},
 		{"bound below estimate", Config{Apps: []App{good}, Job: JobTemplate{FpopsEst: 10, FpopsBound: 1}}},
 		{"hostile open name", Config{Apps: []App{good}, Job: JobTemplate{InputOpenName: "../in"}}},
+		{"gzip only without gzip", Config{Apps: []App{good}, Job: JobTemplate{InputSize: 1, GzipOnly: true}}},
 		{"negative GPU usage", Config{Apps: []App{func() App { a := good; a.NGPUs = -1; return a }()}}},
 		{"hostile plan class", Config{Apps: []App{func() App { a := good; a.PlanClass = "<cuda>/.."; return a }()}}},
 	}
