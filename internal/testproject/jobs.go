@@ -50,8 +50,8 @@ type Job struct {
 	// InputGzipSize is its size.
 	InputGzipFile string
 	InputGzipSize int
-	OutputFiles []string
-	HostID      int64
+	OutputFiles   []string
+	HostID        int64
 	// Platform, VersionNum and PlanClass name the app version the result
 	// is for: the server's own, or with Anonymous the client's
 	// (app_info.xml), which the reply then does not describe.
