@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
+	"github.com/boincd/boincd/rpcclient"
 )
 
 // TestGzippedInput: an input offered gzipped (stage_file --gzip: a
@@ -149,4 +151,37 @@ func TestGzippedInputGUI(t *testing.T) {
 		return seen
 	})
 	checkHealthy(t, srv, 1, testLimit)
+}
+
+// TestGzippedFileInfoMerge: a file_info sent again replaces the gzipped
+// URLs with the new reply's, so a reply without <gzipped_url> turns the
+// compressed download off (FILE_INFO::merge_info takes download_gzipped
+// from the new file_info); one with no URL at all keeps what is known.
+func TestGzippedFileInfoMerge(t *testing.T) {
+	t.Parallel()
+	d, _ := bareDaemon(t, "", "")
+	p := &boinc.Project{MasterURL: "http://p.example/"}
+	d.st.projects[p.MasterURL] = p
+	apply := func(f boinc.FileInfo) *boinc.FileInfo {
+		t.Helper()
+		f.Name, f.NBytes, f.MD5 = "in", 100, "0123456789abcdef0123456789abcdef"
+		d.applyWork(p, &rpcclient.SchedulerReply{FileInfos: []boinc.FileInfo{f}}, time.Now())
+		return d.st.file(p.MasterURL, "in")
+	}
+	f := apply(boinc.FileInfo{DownloadURLs: []string{"http://a/in"}, GzippedURLs: []string{"http://a/in.gz"}, GzippedNBytes: 40})
+	if len(f.GzippedURLs) != 1 || f.GzippedNBytes != 40 {
+		t.Fatalf("first file_info: %+v", f)
+	}
+	f = apply(boinc.FileInfo{DownloadURLs: []string{"http://b/in"}, GzippedURLs: []string{"http://b/in.gz"}, GzippedNBytes: 41})
+	if f.GzippedURLs[0] != "http://b/in.gz" || f.GzippedNBytes != 41 || f.DownloadURLs[0] != "http://b/in" {
+		t.Errorf("new URLs not taken: %+v", f)
+	}
+	f = apply(boinc.FileInfo{})
+	if len(f.GzippedURLs) != 1 {
+		t.Errorf("a file_info with no download URL dropped the gzipped ones: %+v", f)
+	}
+	f = apply(boinc.FileInfo{DownloadURLs: []string{"http://c/in"}})
+	if f.GzippedURLs != nil || f.GzippedNBytes != 0 || f.DownloadURLs[0] != "http://c/in" {
+		t.Errorf("a file_info without <gzipped_url> left the compressed download on: %+v", f)
+	}
 }
