@@ -456,9 +456,11 @@ func (s *server) setup(t *testing.T) {
 const (
 	maxWUsInProgress = 1
 	delayBound       = 7 * 24 * 3600
-	// inProgressLimitMsg is what the scheduler says when the cap stops
-	// it (sched_send.cpp send_work_setup's explanation).
-	inProgressLimitMsg = "This computer has reached a limit on tasks in progress"
+	// inProgressLimitLog is what the scheduler logs (debug_send) when the
+	// cap stops it from sending more jobs in a reply; the client hears
+	// "This computer has reached a limit on tasks in progress" only when
+	// the reply has no job at all.
+	inProgressLimitLog = "max_jobs_in_progress limit exceeded"
 )
 
 // configureAsRealProjects sets the per-host job cap in config.xml and the
@@ -489,20 +491,20 @@ func (s *server) configureAsRealProjects(t *testing.T) {
 	t.Logf("project configured as real projects are: max_wus_in_progress %d (per CPU), delay_bound %d s", maxWUsInProgress, delayBound)
 }
 
-// checkLimitMet counts in the client's event log (rs_messages.txt) the
-// scheduler replies that met configureAsRealProjects's cap: a run that
-// never met it shows nothing about it.
+// checkLimitMet counts the scheduler requests of the client's account
+// that met configureAsRealProjects's cap (rs_scheduler_log.txt): a run
+// that never met it shows nothing about it.
 func checkLimitMet(t *testing.T, tm *timings, dir string) {
 	t.Helper()
-	msgs, err := os.ReadFile(filepath.Join(dir, "rs_messages.txt"))
+	log, err := os.ReadFile(filepath.Join(dir, "rs_scheduler_log.txt"))
 	if err != nil {
 		t.Error(err)
 		return
 	}
-	n := bytes.Count(msgs, []byte(inProgressLimitMsg))
+	n := bytes.Count(log, []byte(inProgressLimitLog))
 	tm.values["limit_met"] = strconv.Itoa(n)
 	if n == 0 {
-		t.Errorf("%s's event log never shows %q: the run did not meet the project's in-progress cap", tm.label, inProgressLimitMsg)
+		t.Errorf("the scheduler log of %s's account never says %q: the run did not meet the project's in-progress cap", tm.label, inProgressLimitLog)
 	}
 }
 
@@ -886,7 +888,7 @@ func table(runs []timings, notes []string) string {
 		name string
 		f    func(timings) string
 	}{
-		{"in-progress cap met", func(r timings) string { return r.get("limit_met") }},
+		{"replies capped", func(r timings) string { return r.get("limit_met") }},
 		{"client errors", func(r timings) string { return strconv.Itoa(r.errors) }},
 		{"credit", func(r timings) string { return strconv.FormatFloat(r.credit, 'f', 3, 64) }},
 		{"result", func(r timings) string {
