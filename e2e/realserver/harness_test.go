@@ -46,7 +46,7 @@ const (
 
 	// suiteBudget bounds the whole test, teardown excluded; teardownReserve
 	// is kept free before go test's -timeout so the teardown always runs.
-	suiteBudget     = 7 * time.Minute
+	suiteBudget     = 9 * time.Minute
 	teardownReserve = 100 * time.Second
 	teardownTimeout = 90 * time.Second
 	// pollEvery is run_client.sh's polling period; boincd_config uses the
@@ -469,25 +469,9 @@ const (
 // template by each create_work.
 func (s *server) configureAsRealProjects(t *testing.T) {
 	t.Helper()
-	projDir := filepath.Join(s.root, "projects", project)
-	edit := func(name, old, new string) {
-		path := filepath.Join(projDir, name)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("configuring the project: %v", err)
-		}
-		if bytes.Contains(b, []byte(new)) {
-			return // setup.sh kept the project (KEEP_PROJECT)
-		}
-		if !bytes.Contains(b, []byte(old)) {
-			t.Fatalf("configuring the project: %s has no %q", path, old)
-		}
-		if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
-			t.Fatalf("configuring the project: %v", err)
-		}
-	}
-	edit("config.xml", "<config>", fmt.Sprintf("<config>\n    <max_wus_in_progress>%d</max_wus_in_progress>", maxWUsInProgress))
-	edit(filepath.Join("templates", "rsapp_in"), "<delay_bound>86400</delay_bound>", fmt.Sprintf("<delay_bound>%d</delay_bound>", delayBound))
+	s.editProjectFile(t, "config.xml", "<config>", fmt.Sprintf("<config>\n    <max_wus_in_progress>%d</max_wus_in_progress>", maxWUsInProgress))
+	s.editProjectFile(t, filepath.Join("templates", "rsapp_in"), "<delay_bound>86400</delay_bound>", fmt.Sprintf("<delay_bound>%d</delay_bound>", delayBound))
+	s.enableFeatureCases(t)
 	t.Logf("project configured as real projects are: max_wus_in_progress %d (per CPU), delay_bound %d s", maxWUsInProgress, delayBound)
 }
 

@@ -59,7 +59,7 @@ func TestRealServer(t *testing.T) {
 	if err != nil {
 		unavailable(t, "server ports: %v", err)
 	}
-	guiPorts, err := freePorts(33000, 33999, 5, avoid)
+	guiPorts, err := freePorts(33000, 33999, 5+2*len(featureCases()), avoid)
 	if err != nil {
 		unavailable(t, "GUI RPC ports: %v", err)
 	}
@@ -153,8 +153,21 @@ func TestRealServer(t *testing.T) {
 		notes = append(notes, note)
 	})
 
+	features := ""
+	t.Run("features", func(t *testing.T) {
+		checkInterrupted(t)
+		if cppErr != nil {
+			t.Skipf("no C++ client at %s: %v", cppClient, cppErr)
+		}
+		if left := s.remaining(); left < 150*time.Second {
+			notes = append(notes, fmt.Sprintf("features: skipped, %v left of the suite's budget", left.Round(time.Second)))
+			t.Skipf("only %v left of the suite's %v budget; the feature cases need about 150 s", left.Round(time.Second), suiteBudget)
+		}
+		features = s.runFeatures(t, guiPorts[5:], min(120*time.Second, s.remaining()-60*time.Second))
+	})
+
 	notes = append(notes, fmt.Sprintf("suite: %.0f s before teardown; RS_ROOT %s", time.Since(start).Seconds(), root))
-	tbl := table(runs, notes)
+	tbl := table(runs, notes) + features
 	t.Log("side by side:\n" + tbl)
 	if !testing.Verbose() {
 		fmt.Print(tbl)

@@ -1,0 +1,505 @@
+package realserver
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The feature cases (issue 28): what real projects use beyond the stock
+// example project, each run by the C++ client and by boincd at the same
+// time, on their own fresh accounts, and compared. Each client's jobs are
+// created for its account alone (create_work --target_user, with
+// config.xml's <enable_assignment>), so the two never take each other's
+// jobs; all cases run at once, after the main cases, when no untargeted
+// job is left for a feature client to take.
+
+// featureJobs is how many jobs each client of a feature case runs: one
+// per CPU, so both run at once.
+const featureJobs = 2
+
+// featureCase is one feature, as both clients meet it.
+type featureCase struct {
+	name string
+	// about is the table's description of the case.
+	about string
+	// jobs creates the jobs of one client's account and returns their
+	// input file names.
+	jobs func(t *testing.T, s *server, r *caseRun) []string
+	// prepare adds to the client's data directory before it starts.
+	prepare func(t *testing.T, s *server, r *caseRun)
+	// check says how the case went for one client (a table cell) and
+	// fails the test where it went wrong.
+	check func(t *testing.T, s *server, r *caseRun) string
+}
+
+// caseRun is one client's run of a feature case.
+type caseRun struct {
+	label  string // "<case>/<client>"
+	client string // "cpp" or "boincd"
+	bin    string
+	dir    string
+	port   int
+	auth   string
+	userID int
+	inputs []string
+	// what the run measured: seconds from the client's start
+	validated string // all jobs validated ("-" if not)
+	cell      string // the case's own evidence
+	passed    bool
+}
+
+// featureCases are the cases run side by side.
+func featureCases() []featureCase {
+	return []featureCase{
+		{
+			name:  "gzip",
+			about: "input staged with stage_file --gzip (<gzipped_url>): what was fetched",
+			jobs: func(t *testing.T, s *server, r *caseRun) []string {
+				return s.targetedJobs(t, r, true)
+			},
+			check: checkGzip,
+		},
+		{
+			name:  "anonymous",
+			about: "app_info.xml (anonymous platform) with version 199: the version that ran",
+			jobs: func(t *testing.T, s *server, r *caseRun) []string {
+				return s.targetedJobs(t, r, false)
+			},
+			prepare: prepareAppInfo,
+			check:   checkAnonymous,
+		},
+	}
+}
+
+// enableFeatureCases turns on what the feature cases need in config.xml:
+// assigned jobs.
+func (s *server) enableFeatureCases(t *testing.T) {
+	t.Helper()
+	s.editProjectFile(t, "config.xml", "<config>", "<config>\n    <enable_assignment>1</enable_assignment>")
+}
+
+// editProjectFile replaces old with new in a file of the project, once;
+// a file that already has new (setup.sh kept the project) is left alone.
+func (s *server) editProjectFile(t *testing.T, name, old, new string) {
+	t.Helper()
+	path := filepath.Join(s.root, "projects", project, name)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("configuring the project: %v", err)
+	}
+	if bytes.Contains(b, []byte(new)) {
+		return
+	}
+	if !bytes.Contains(b, []byte(old)) {
+		t.Fatalf("configuring the project: %s has no %q", path, old)
+	}
+	if err := os.WriteFile(path, bytes.Replace(b, []byte(old), []byte(new), 1), 0o644); err != nil {
+		t.Fatalf("configuring the project: %v", err)
+	}
+}
+
+// targetedJobs stages featureJobs inputs for r's account (gzipped as
+// well with gz) and creates a workunit for each, assigned to the
+// account. An input is a job's length in seconds, then 54 KB of text that
+// compresses well, as real inputs often do.
+func (s *server) targetedJobs(t *testing.T, r *caseRun, gz bool) []string {
+	t.Helper()
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
+	tmp, err := os.MkdirTemp(s.root, "stage-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var script strings.Builder
+	script.WriteString("set -e\nsource \"$1\"\n")
+	stage := "--copy"
+	if gz {
+		stage = "--gzip --copy"
+	}
+	for i := 1; i <= featureJobs; i++ {
+		name := fmt.Sprintf("rsapp_in_%s_%s_%d", strings.ReplaceAll(r.label, "/", "_"), stamp, i)
+		body := fmt.Sprintf("%d\n%s", wuSeconds, strings.Repeat(fmt.Sprintf("line of the input of %s, the same again and again\n", name), 600))
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+		fmt.Fprintf(&script, "as_srv bin/stage_file %s %q >/dev/null\n", stage, filepath.Join(tmp, name))
+		fmt.Fprintf(&script, "as_srv bin/create_work --appname rsapp --wu_name %q --target_user %d %q >/dev/null\n",
+			strings.Replace(name, "_in_", "_wu_", 1), r.userID, name)
+	}
+	ctx, cancel := s.ctx(2 * time.Minute)
+	defer cancel()
+	logPath := filepath.Join(s.logs, "jobs_"+strings.ReplaceAll(r.label, "/", "_")+".log")
+	rc, err := s.run(ctx, logPath, nil, "bash", "-c", script.String(), "jobs", s.script("lib.sh"))
+	if err != nil || rc != 0 {
+		t.Fatalf("creating %s's jobs: exit %d, %v\n%s", r.label, rc, err, tail(logPath, 20))
+	}
+	return names
+}
+
+// projectDirName is the client's directory for the project
+// (escape_project_url: the URL without its scheme, every other character
+// than letters, digits, '.', '-' and '_' made '_', no trailing '_').
+func (s *server) projectDirName() string {
+	u := strings.TrimPrefix(s.masterURL(), "http://")
+	b := []byte(u)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return strings.TrimRight(string(b), "_")
+}
+
+// anonVersion is the version app_info.xml gives the app: the project's is
+// 100, so a result computed by 199 was computed by the volunteer's own.
+const anonVersion = 199
+
+// prepareAppInfo puts the project's app, under a name of its own, and an
+// app_info.xml naming it version 199, in the client's project directory.
+func prepareAppInfo(t *testing.T, s *server, r *caseRun) {
+	t.Helper()
+	apps, _ := filepath.Glob(filepath.Join(s.root, "projects", project, "apps", "rsapp", "*", "*", "rsapp_*"))
+	if len(apps) == 0 {
+		t.Fatalf("no rsapp executable under the project's apps/")
+	}
+	exe, err := os.ReadFile(apps[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdir := filepath.Join(r.dir, "projects", s.projectDirName())
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const exeName = "rsapp_own_build"
+	if err := os.WriteFile(filepath.Join(pdir, exeName), exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appInfo := fmt.Sprintf(`<app_info>
+    <app>
+        <name>rsapp</name>
+    </app>
+    <file_info>
+        <name>%s</name>
+        <executable/>
+    </file_info>
+    <app_version>
+        <app_name>rsapp</app_name>
+        <version_num>%d</version_num>
+        <file_ref>
+            <file_name>%s</file_name>
+            <main_program/>
+        </file_ref>
+    </app_version>
+</app_info>
+`, exeName, anonVersion, exeName)
+	if err := os.WriteFile(filepath.Join(pdir, "app_info.xml"), []byte(appInfo), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	chownTree(t, filepath.Join(r.dir, "projects"), s.uid, s.gid)
+}
+
+func chownTree(t *testing.T, root string, uid, gid int) {
+	t.Helper()
+	err := filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkAnonymous: every result of the account was computed by version 199
+// (result.app_version_num), and the scheduler log says it saw the
+// anonymous platform.
+func checkAnonymous(t *testing.T, s *server, r *caseRun) string {
+	out, err := s.sql(fmt.Sprintf("select app_version_num from result where userid=%d", r.userID))
+	if err != nil {
+		t.Error(err)
+		return "?"
+	}
+	versions := strings.Fields(out)
+	n := 0
+	for _, v := range versions {
+		if v == strconv.Itoa(anonVersion) {
+			n++
+		}
+	}
+	if len(versions) == 0 || n != len(versions) {
+		t.Errorf("%s: results computed by versions %v, want all %d (app_info.xml)", r.label, versions, anonVersion)
+	}
+	return fmt.Sprintf("v%d: %d/%d", anonVersion, n, len(versions))
+}
+
+// checkGzip: each input was fetched as its .gz, and never whole (Apache's
+// access log: the path and the bytes sent).
+func checkGzip(t *testing.T, s *server, r *caseRun) string {
+	log, err := os.ReadFile(filepath.Join(s.root, "apache", "access.log"))
+	if err != nil {
+		t.Error(err)
+		return "?"
+	}
+	gz, plain := 0, 0
+	var gzBytes, plainBytes int64
+	for _, line := range strings.Split(string(log), "\n") {
+		for _, in := range r.inputs {
+			if !strings.Contains(line, "GET ") || !strings.Contains(line, "/"+in) {
+				continue
+			}
+			n := accessLogBytes(line)
+			if strings.Contains(line, "/"+in+".gz") {
+				gz++
+				gzBytes += n
+			} else {
+				plain++
+				plainBytes += n
+			}
+		}
+	}
+	if gz < len(r.inputs) || plain > 0 {
+		t.Errorf("%s: inputs fetched as .gz %d times, plain %d times; want each as .gz only", r.label, gz, plain)
+	}
+	return fmt.Sprintf(".gz %d (%d B), plain %d (%d B)", gz, gzBytes, plain, plainBytes)
+}
+
+// accessLogBytes is the response size of an access log line (the field
+// after the status); 0 where there is none.
+var accessStatusSize = regexp.MustCompile(`" \d{3} (\d+|-)`)
+
+func accessLogBytes(line string) int64 {
+	m := accessStatusSize.FindStringSubmatch(line)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+// runFeatures runs every feature case with both clients at once and
+// returns the side-by-side table.
+func (s *server) runFeatures(t *testing.T, ports []int, timeout time.Duration) string {
+	cases := featureCases()
+	clients := []struct{ name, bin string }{{"cpp", cppClient}, {"boincd", s.boincd}}
+	if len(ports) < len(cases)*len(clients) {
+		t.Fatalf("%d GUI RPC ports for %d runs", len(ports), len(cases)*len(clients))
+	}
+	runs := map[string]*caseRun{}
+	i := 0
+	t0 := time.Now()
+	t.Run("all", func(t *testing.T) {
+		for _, c := range cases {
+			for _, cl := range clients {
+				r := &caseRun{label: c.name + "/" + cl.name, client: cl.name, bin: cl.bin, port: ports[i], validated: "-", cell: "-"}
+				i++
+				runs[r.label] = r
+				t.Run(r.label, func(t *testing.T) {
+					t.Parallel()
+					checkInterrupted(t)
+					s.runFeature(t, c, r, timeout)
+				})
+			}
+		}
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "real-project features: %d jobs of %d s per client, both clients at once on their own accounts (%.0f s)\n",
+		featureJobs, wuSeconds, time.Since(t0).Seconds())
+	fmt.Fprintf(&b, "%-11s %-22s %-36s %-36s\n", "case", "all validated (s)", "cpp", "boincd")
+	for _, c := range cases {
+		cpp, bd := runs[c.name+"/cpp"], runs[c.name+"/boincd"]
+		fmt.Fprintf(&b, "%-11s %-22s %-36s %-36s\n", c.name, cpp.validated+" / "+bd.validated, cpp.cell, bd.cell)
+	}
+	for _, c := range cases {
+		fmt.Fprintf(&b, "  %s: %s\n", c.name, c.about)
+	}
+	return b.String()
+}
+
+// runFeature is one client's run of one case: a fresh account, its
+// jobs, a fresh data directory (plus what the case adds), the client as
+// user boinc, attached with boinccmd, until the jobs are validated; then
+// the case's check, and the client stopped.
+func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout time.Duration) {
+	r.dir = filepath.Join(s.root, "f_"+strings.ReplaceAll(r.label, "/", "_"))
+	r.auth, r.userID = s.newAccount(t, strings.ReplaceAll(r.label, "/", "-"))
+	r.inputs = c.jobs(t, s, r)
+	if err := s.freshClientDir(r.dir); err != nil {
+		t.Fatal(err)
+	}
+	if c.prepare != nil {
+		c.prepare(t, s, r)
+	}
+	stop, exited := s.startClient(t, r)
+	defer stop()
+	t0 := time.Now()
+	if err := waitGUIRPC(r.port, exited); err != nil {
+		t.Fatalf("%s: %v", r.label, err)
+	}
+	if out, err := boinccmd(r.port, "--project_attach", s.masterURL(), r.auth); err != nil {
+		t.Fatalf("%s: attach: %v: %s", r.label, err, out)
+	}
+	q := fmt.Sprintf("select count(*), ifnull(sum(validate_state=1),0), ifnull(sum(outcome<>1 and server_state=5),0) from result where userid=%d", r.userID)
+	last := ""
+	for {
+		v, err := s.sqlInts(q)
+		if err != nil || len(v) != 3 {
+			t.Fatalf("%s: polling the DB: %v", r.label, err)
+		}
+		cur := fmt.Sprintf("sent=%.0f valid=%.0f errors=%.0f", v[0], v[1], v[2])
+		if cur != last {
+			t.Logf("%s t=%.1fs %s", r.label, time.Since(t0).Seconds(), cur)
+			last = cur
+		}
+		if int(v[1]) >= len(r.inputs) {
+			r.validated = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
+			r.passed = true
+			break
+		}
+		if v[2] > 0 {
+			t.Errorf("%s: %.0f results ended in a client error", r.label, v[2])
+			break
+		}
+		if time.Since(t0) > timeout {
+			t.Errorf("%s: %.0f of %d jobs validated after %v", r.label, v[1], len(r.inputs), timeout)
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("%s: the client exited", r.label)
+		case <-suiteCtx.Done():
+			t.Fatalf("interrupted by a signal")
+		case <-time.After(pollEvery):
+		}
+	}
+	msgs, _ := boinccmd(r.port, "--get_messages", "0")
+	_ = os.WriteFile(filepath.Join(r.dir, "rs_messages.txt"), []byte(msgs), 0o644)
+	r.cell = c.check(t, s, r)
+	if t.Failed() {
+		logEvidence(t, filepath.Join(r.dir, "rs_messages.txt"), filepath.Join(r.dir, "rs_client.out"))
+	}
+}
+
+// freshClientDir is lib.sh's fresh_dir: an empty directory owned by the
+// client user, with the GUI RPC password and the preferences that keep a
+// busy machine from suspending the client.
+func (s *server) freshClientDir(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{
+		".rs_client":                "",
+		"gui_rpc_auth.cfg":          guiPW + "\n",
+		"global_prefs_override.xml": "<global_preferences>\n  <suspend_cpu_usage>0</suspend_cpu_usage>\n  <niu_suspend_cpu_usage>0</niu_suspend_cpu_usage>\n</global_preferences>\n",
+	}
+	for name, body := range files {
+		mode := os.FileMode(0o644)
+		if name == "gui_rpc_auth.cfg" {
+			mode = 0o600
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), mode); err != nil {
+			return err
+		}
+	}
+	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, s.uid, s.gid)
+	})
+}
+
+// startClient starts r's client as the client user, as lib.sh's
+// start_client does (the C++ client's flags, which boincd accepts too),
+// with a pid file where teardown.sh looks. stop asks it to quit
+// (boinccmd --quit), then SIGTERM, then SIGKILL.
+func (s *server) startClient(t *testing.T, r *caseRun) (stop func(), exited <-chan struct{}) {
+	t.Helper()
+	out, err := os.OpenFile(filepath.Join(r.dir, "rs_client.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("setpriv", "--reuid="+clientUser, "--regid="+clientUser, "--init-groups",
+		"env", "HOME="+r.dir, "USER="+clientUser, "LOGNAME="+clientUser,
+		r.bin, "--dir", r.dir, "--gui_rpc_port", strconv.Itoa(r.port))
+	for _, kv := range s.env {
+		if !strings.HasPrefix(kv, "BOINCD_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "BOINCD_DONT_USE_DOCKER=true")
+	cmd.Dir = r.dir
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		t.Fatalf("%s: starting %s: %v", r.label, r.bin, err)
+	}
+	pidFile := filepath.Join(s.root, "clients", strconv.Itoa(r.port)+".pid")
+	pid := strconv.Itoa(cmd.Process.Pid) + "\n"
+	_ = os.WriteFile(pidFile, []byte(pid), 0o644)
+	_ = os.WriteFile(filepath.Join(r.dir, "client.pid"), []byte(pid), 0o644)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); out.Close(); close(done) }()
+	t.Logf("%s: started %s --dir %s --gui_rpc_port %d (pid %d) as %s", r.label, r.bin, r.dir, r.port, cmd.Process.Pid, clientUser)
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_, _ = boinccmd(r.port, "--quit")
+			for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+				if waitClosed(done, 20*time.Second) {
+					break
+				}
+				t.Logf("%s: client (pid %d) still running: %v", r.label, cmd.Process.Pid, sig)
+				_ = cmd.Process.Signal(sig)
+			}
+			<-done
+			_ = os.Remove(pidFile)
+		})
+	}
+	return stop, done
+}
+
+// waitClosed waits up to d for c to close.
+func waitClosed(c <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-c:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// waitGUIRPC waits up to 60 s for the client's GUI RPC, as lib.sh's
+// wait_gui_rpc does.
+func waitGUIRPC(port int, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(suiteCtx, 60*time.Second)
+	defer cancel()
+	for {
+		if _, err := boinccmd(port, "--get_cc_status"); err == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("the client exited before its GUI RPC answered")
+		case <-ctx.Done():
+			return fmt.Errorf("GUI RPC did not answer within 60 s")
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
