@@ -71,6 +71,12 @@ type App struct {
 	critical       int
 	pendingExit    int // exit code deferred by a critical section; -1 none
 	exiting        bool
+	// Trickle state (trickle.go): a trickle-up not yet announced, a
+	// trickle-down the client announced (true at start, so the first
+	// ReceiveTrickleDown scans the slot), and whether the app listens.
+	newTrickleUp       bool
+	haveTrickleDown    bool
+	handleTrickleDowns bool
 }
 
 // Init connects to the client from the working directory: it parses
@@ -91,6 +97,8 @@ func InitWith(opts Options) (*App, error) {
 		resumed:     make(chan struct{}),
 		pendingExit: -1,
 		fracEnd:     1,
+
+		haveTrickleDown: true,
 	}
 	if a.exit == nil {
 		a.exit = os.Exit
@@ -415,6 +423,7 @@ func (a *App) timer(clientPID int) {
 				fmt.Fprintf(a.stderr, "boincapi: %v\n", err)
 			}
 		}
+		a.trickleTick(tick%statusEveryTicks == 0)
 	}
 }
 

@@ -160,6 +160,13 @@ type Status struct {
 	// log reason after "Aborting task NAME: " (check_rsc_limits_exceeded).
 	// The exit follows as an Error event.
 	LimitExceeded string
+	// TrickleUps counts the trickle-up messages the app sent since the
+	// previous Poll; they wait in the project directory
+	// (trickle_up_<result>_<time>.xml) for the next scheduler request.
+	TrickleUps int
+	// UploadRequests are the logical names of output files the app asked
+	// to upload while it runs (boinc_upload_file) since the previous Poll.
+	UploadRequests []string
 	// HostCPUTime is the CPU time the task has cost this host: CPUTime,
 	// plus for a container task the CPU of its own processes (wrapper,
 	// engine CLI) in this run, which CPUTime leaves out. It is what
@@ -397,6 +404,13 @@ type task struct {
 	hung         bool
 	grace        *time.Timer
 	exited       bool
+	// Trickles (trickle.go): trickle-ups moved to the project directory
+	// and upload requests since the last Poll, and notices owed to the
+	// app on the trickle_down channel.
+	trickleUps   int
+	uploadReqs   []string
+	trickleDown  bool
+	uploadStatus bool
 }
 
 // Start sets up the slot and starts the task's process.
@@ -626,8 +640,11 @@ func (r *Runner) Poll(now time.Time) []Status {
 			WantNetwork:           t.wantNetwork,
 			ReportsStatus:         t.talks(),
 			LimitExceeded:         limitMsg,
+			TrickleUps:            t.trickleUps,
+			UploadRequests:        t.uploadReqs,
 		})
 		t.checkpointed = false
+		t.trickleUps, t.uploadReqs = 0, nil
 	}
 	slices.SortFunc(out, func(a, b Status) int { return a.Slot - b.Slot })
 	return out
@@ -755,6 +772,7 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 			}
 			t.wantNetwork = s.WantNetwork
 		}
+		r.pollTrickle(t, now)
 	}
 	if _, err := os.Stat(filepath.Join(t.dir, boincapi.FinishFileName)); err == nil {
 		if t.finishSeen.IsZero() {
