@@ -335,6 +335,7 @@ func (d *Daemon) guiState(now time.Time, need guirpc.Parts) *guirpc.State {
 			ElapsedTime:            p.ElapsedTime,
 			DiskUsage:              d.guiDisk.projects[p.MasterURL],
 			SchedulerRPCInProgress: d.rpc != nil && d.rpc.project == p.MasterURL,
+			TricklePending:         p.TrickleUpPending,
 			DetachWhenDone:         p.DetachWhenDone,
 			AttachedViaAcctMgr:     p.Origin == originAcctMgr,
 			AnonymousPlatform:      d.anonymous(p.MasterURL),

@@ -34,6 +34,10 @@ type rpcDone struct {
 	reply    *rpcclient.SchedulerReply
 	err      error
 	reported []string // result keys sent in the request
+	// trickles is how many trickle-up messages the request carried;
+	// moreTrickles says some were left for the next one.
+	trickles     int
+	moreTrickles bool
 	req      workfetch.Request
 	// salvagedHostID is the host id found in a reply that was refused.
 	salvagedHostID int64
@@ -79,6 +83,15 @@ func (d *Daemon) maybeRPC(now time.Time) {
 		// like any other retry instead of looping.
 		if (p.SchedRPCPending == boinc.RPCUserReq && p.RPCFailures == 0) || !now.Before(p.MinRPCTime) {
 			d.startSchedulerRPC(p, p.SchedRPCPending, d.updateRequest(p, p.SchedRPCPending, now), now)
+			return
+		}
+	}
+	for _, p := range projects {
+		// CLIENT_STATE::next_project_trickle_up_pending: after the
+		// pending requests, before anything else; not while backing off
+		// or suspended by the user.
+		if len(p.SchedulerURLs) > 0 && p.TrickleUpPending && !now.Before(p.MinRPCTime) && !p.Suspended {
+			d.startSchedulerRPC(p, boinc.RPCTrickleUp, d.updateRequest(p, boinc.RPCTrickleUp, now), now)
 			return
 		}
 	}
@@ -266,6 +279,8 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 	}
 	d.notedWork(work)
 	req, reported := d.buildRequest(p, work, now)
+	trickles, moreTrickles := d.readTrickleFiles(p)
+	req.MsgsFromHost = trickles
 	var buf bytes.Buffer
 	if _, err := req.WriteTo(&buf); err != nil {
 		log.Error("cannot build scheduler request", slog.Any("err", err))
@@ -279,6 +294,9 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 	ctx, cancel := context.WithCancel(d.ctx)
 	d.rpc = &rpcInFlight{project: p.MasterURL, cancel: cancel}
 	d.stats.RPCs++
+	if len(req.MsgsFromHost) > 0 && reason != boinc.RPCTrickleUp {
+		log.Info("sending trickle-up message", slog.Int("messages", len(req.MsgsFromHost)))
+	}
 	log.Info("sending scheduler request", append([]any{slog.String("reason", reason.String()),
 		slog.Float64("cpu_req_secs", math.Round(work.Secs[workfetch.CPU])), slog.Int("reporting", len(reported))},
 		requestAttrs(p, work)...)...)
@@ -288,7 +306,8 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 		defer d.wg.Done()
 		defer cancel()
 		reply, raw, err := d.http.SchedulerRPC(ctx, url, body)
-		ev := rpcDone{project: p.MasterURL, reason: reason, reply: reply, err: err, reported: reported, req: work}
+		ev := rpcDone{project: p.MasterURL, reason: reason, reply: reply, err: err, reported: reported, req: work,
+			trickles: len(req.MsgsFromHost), moreTrickles: moreTrickles}
 		if raw != nil {
 			ev.sent, ev.got = int64(len(body)), int64(len(raw))
 		}
@@ -465,6 +484,16 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 		return
 	}
 	d.counters(p.MasterURL).rpcs[RPCOK]++
+	// As handle_scheduler_reply: acknowledged trickle-ups go; the flag
+	// clears with any completed request (what was not acknowledged is
+	// sent again with the next one).
+	if rep.MessageAck {
+		d.removeTrickleFiles(p)
+	} else if ev.trickles > 0 {
+		log.Warn("the server did not acknowledge the trickle-up messages; they go with the next request", slog.Int("messages", ev.trickles))
+	}
+	p.TrickleUpPending = ev.moreTrickles
+	d.handleTrickleDowns(p, rep)
 	d.applyProjectInfo(p, rep)
 	d.recordCredit(p, rep, now)
 	newResults, got := d.applyWork(p, rep, now)
@@ -793,6 +822,7 @@ func (d *Daemon) applyDeletes(p *boinc.Project, names []string) {
 // ackResult forgets a result the server acknowledged, with its workunit
 // and files once nothing else uses them.
 func (d *Daemon) ackResult(r *boinc.Result) {
+	d.dropPendingTrickleDowns(r)
 	d.rememberOldResult(r, time.Now())
 	d.countReported(r)
 	_ = r.SetPhase(boinc.PhaseAcked)

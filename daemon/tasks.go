@@ -240,6 +240,7 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 	r.Slot, r.PID = slot, pid
 	d.batch.PutResult(r)
 	d.active[r.Key()] = &activeTask{started: now, runStart: now, baseElapsed: r.ElapsedTime}
+	d.movePendingTrickleDowns(r)
 	d.stats.TasksStarted++
 	if resumed {
 		log.Info("task restarted", slog.Int("slot", slot), slog.Int("pid", pid), slog.Float64("from_checkpoint_cpu", r.CheckpointCPUTime))
@@ -314,6 +315,12 @@ func (d *Daemon) pollTasks(now time.Time) {
 			r.PeakWorkingSet = s.WorkingSet
 		}
 		at.swapSize = s.SwapSize
+		if s.TrickleUps > 0 {
+			d.trickleUpQueued(r, s.TrickleUps)
+		}
+		if len(s.UploadRequests) > 0 {
+			d.uploadRequested(r, s.UploadRequests)
+		}
 		if s.Checkpointed {
 			at.lastCheckpoint = now
 			r.CheckpointCPUTime = s.CheckpointCPUTime

@@ -15,7 +15,7 @@ import (
 // the user's and team's names into it as they are. A user called "a<b" or a
 // message with a lone "<br>" must not cost the volunteer the whole reply,
 // so their content is turned into plain text before the XML is read.
-var opaqueElements = [][]byte{[]byte("message"), []byte("gui_urls")}
+var opaqueElements = [][]byte{[]byte("message"), []byte("gui_urls"), []byte("trickle_down")}
 
 // maxOpaqueBody bounds what escapeOpaque rewrites: real bodies are a few
 // hundred bytes, and escaping may grow them up to five times.

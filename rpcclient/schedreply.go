@@ -84,6 +84,14 @@ type SchedulerReply struct {
 	NonCPUIntensive  bool
 	// MessageAck acknowledges the trickle-up messages sent.
 	MessageAck bool
+	// TrickleDowns are the server's messages to running tasks
+	// (<trickle_down>, the msg_to_host rows the scheduler copies into the
+	// reply). RefusedTrickleDowns say, one line each, which ones were
+	// dropped and why (too large, too many): the rest of the reply still
+	// applies, since the server marked them handled whatever we do.
+	TrickleDowns        []TrickleDown
+	RefusedTrickleDowns []string
+	trickleDownsSeen    int
 	// NoRscApps lists processor types ("CPU", "NVIDIA", "ATI", …) the
 	// project has no apps for.
 	NoRscApps []string
@@ -561,6 +569,11 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 		}
 	case "message_ack":
 		r.MessageAck, err = p.bool(t)
+	case "trickle_down":
+		var body string
+		if body, err = p.opaqueText(t); err == nil {
+			r.addTrickleDown(body)
+		}
 	case "project_is_down":
 		r.ProjectIsDown, err = p.bool(t)
 	case "ended":

@@ -51,6 +51,9 @@ type SchedulerRequest struct {
 	// only when the host has a GPU (PROTOCOLS.md §1.3 #20).
 	CoprocsXML string
 	Results    []ReportedResult
+	// MsgsFromHost are the trickle-up messages waiting in the project
+	// directory (PROTOCOLS.md §1.3 #22).
+	MsgsFromHost []MsgFromHost
 	// AppVersions are all of the project's versions; OtherResult.AppVersion
 	// indexes this slice.
 	AppVersions  []*boinc.AppVersion
@@ -182,6 +185,9 @@ func (r *SchedulerRequest) write(x *xw) {
 	for i := range r.Results {
 		writeReportedResult(x, &r.Results[i])
 	}
+	for i := range r.MsgsFromHost {
+		writeMsgFromHost(x, &r.MsgsFromHost[i])
+	}
 	x.raw("<app_versions>\n")
 	for _, av := range r.AppVersions {
 		if av != nil {
@@ -200,6 +206,26 @@ func (r *SchedulerRequest) write(x *xw) {
 	}
 	x.raw("</other_results>\n")
 	x.raw("</scheduler_request>\n")
+}
+
+// MsgFromHost is one trickle-up message: the task that sent it, when,
+// and the app's text (which starts with <variety>…</variety>).
+type MsgFromHost struct {
+	ResultName string
+	Time       int64
+	Body       string
+}
+
+// writeMsgFromHost writes a trickle-up as cs_trickle.cpp
+// read_trickle_files does: the file's contents inlined as they are, one
+// line of their own, so the server's line parser (MSG_FROM_HOST_DESC::
+// parse) finds <variety> and keeps the rest as the message.
+func writeMsgFromHost(x *xw, m *MsgFromHost) {
+	x.raw("  <msg_from_host>\n")
+	x.elemS("      <result_name>", m.ResultName, "</result_name>\n")
+	x.elemI("      <time>", m.Time, "</time>\n")
+	x.raw(m.Body)
+	x.raw("\n  </msg_from_host>\n")
 }
 
 // writePrefs writes the prefs in force as lib/prefs.cpp GLOBAL_PREFS::write

@@ -1,0 +1,274 @@
+package daemon
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/logflags"
+	"github.com/boincd/boincd/rpcclient"
+	"github.com/boincd/boincd/taskrunner"
+)
+
+// Trickle messages (client/cs_trickle.cpp). A task's trickle-up waits in
+// its project directory as trickle_up_<result>_<time>.xml (taskrunner
+// moves it there and reports it at a Poll), marks the project
+// trickle_up_pending, which makes a scheduler RPC of reason "To send
+// trickle-up message"; every request carries all waiting trickle-ups,
+// renamed *.sent, and an acknowledged reply deletes the *.sent ones. A
+// reply's trickle-downs go into the task's slot as trickle_down_<time>.
+
+// maxTrickleRequestBytes bounds the trickle-ups one request carries; the
+// rest wait for the next (the project stays trickle_up_pending).
+const maxTrickleRequestBytes = 4 << 20
+
+// pendingTrickleDownPrefix names a trickle-down kept in the project
+// directory for a task that has no slot yet: it moves into the slot when
+// the task starts (the C++ client drops these).
+const pendingTrickleDownPrefix = "trickle_down_"
+
+// readTrickleFiles collects the project's waiting trickle-ups for a
+// scheduler request and marks them sent (CLIENT_STATE::read_trickle_files).
+// more says some were left for the next request. Files that cannot be
+// sent (unreadable, too large, a body that would break the request) are
+// left where they are, with an error naming them.
+func (d *Daemon) readTrickleFiles(p *boinc.Project) (msgs []rpcclient.MsgFromHost, more bool) {
+	dir := d.projectDir(p.MasterURL)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.projectLog(p).Error("cannot read the project directory for trickle-up messages", slog.String("dir", dir), slog.Any("err", err))
+		}
+		return nil, false
+	}
+	log := d.projectLog(p)
+	total := 0
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasPrefix(name, taskrunner.TrickleUpPrefix) {
+			continue
+		}
+		result, at, ok := taskrunner.ParseTrickleUpName(name)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		body, err := readTrickleBody(path)
+		if err != nil {
+			log.Error("cannot send trickle-up message", slog.String("file", path), slog.Any("err", err))
+			continue
+		}
+		if total+len(body) > maxTrickleRequestBytes && len(msgs) > 0 {
+			more = true
+			break
+		}
+		total += len(body)
+		msgs = append(msgs, rpcclient.MsgFromHost{ResultName: result, Time: at, Body: string(body)})
+		log.Debug("read trickle file", slog.String(logflags.CategoryAttr, "trickle_debug"), slog.String("file", path))
+		if !strings.HasSuffix(name, taskrunner.TrickleSentExt) {
+			// Marked, so that only these are deleted when the reply
+			// acknowledges them: others may arrive meanwhile.
+			if err := os.Rename(path, path+taskrunner.TrickleSentExt); err != nil {
+				log.Warn("cannot mark trickle-up message sent; it may be sent again", slog.String("file", path), slog.Any("err", err))
+			}
+		}
+	}
+	return msgs, more
+}
+
+// readTrickleBody reads one trickle-up file, refusing what a server
+// could not store or what would end the <msg_from_host> early.
+func readTrickleBody(path string) ([]byte, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > taskrunner.MaxTrickleBytes {
+		return nil, fmt.Errorf("%d bytes, more than the %d a server accepts", fi.Size(), taskrunner.MaxTrickleBytes)
+	}
+	body, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > taskrunner.MaxTrickleBytes {
+		return nil, fmt.Errorf("%d bytes, more than the %d a server accepts", len(body), taskrunner.MaxTrickleBytes)
+	}
+	// The server reads the request line by line (MSG_FROM_HOST_DESC::
+	// parse): these would end the message or the request inside it.
+	for _, tag := range []string{"</msg_from_host>", "</scheduler_request>", "\x00"} {
+		if bytes.Contains(body, []byte(tag)) {
+			return nil, fmt.Errorf("the message contains %q", tag)
+		}
+	}
+	return body, nil
+}
+
+// removeTrickleFiles deletes the trickle-ups a reply acknowledged: the
+// *.sent ones (CLIENT_STATE::remove_trickle_files).
+func (d *Daemon) removeTrickleFiles(p *boinc.Project) {
+	dir := d.projectDir(p.MasterURL)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if strings.HasPrefix(name, taskrunner.TrickleUpPrefix) && strings.HasSuffix(name, taskrunner.TrickleSentExt) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				d.projectLog(p).Warn("cannot delete acknowledged trickle-up message", slog.String("file", name), slog.Any("err", err))
+			}
+		}
+	}
+}
+
+// trickleUpQueued: a running task sent a trickle-up (ACTIVE_TASK::
+// get_trickle_up_msg sets trickle_up_pending).
+func (d *Daemon) trickleUpQueued(r *boinc.Result, n int) {
+	p := d.st.projects[r.ProjectURL]
+	if p == nil {
+		return
+	}
+	d.taskLog(r).Info("task sent a trickle-up message", slog.Int("messages", n))
+	if !p.TrickleUpPending {
+		p.TrickleUpPending = true
+		d.batch.PutProject(p)
+	}
+}
+
+// handleTrickleDowns delivers a reply's trickle-downs
+// (CLIENT_STATE::handle_trickle_down): into the slot of the task they
+// are for, announced to it if it runs; for a task not started yet, kept
+// in the project directory until it starts. One for a task the client
+// does not hold, or holds finished, is logged and dropped, as there.
+func (d *Daemon) handleTrickleDowns(p *boinc.Project, rep *rpcclient.SchedulerReply) {
+	log := d.projectLog(p)
+	for _, why := range rep.RefusedTrickleDowns {
+		log.Error("refusing trickle-down message from the server", slog.String("why", why))
+	}
+	for _, td := range rep.TrickleDowns {
+		if err := d.deliverTrickleDown(p, td); err != nil {
+			log.Error("cannot deliver trickle-down message", slog.String("task", td.ResultName), slog.Int64("time", td.Time), slog.Any("err", err))
+		}
+	}
+}
+
+func (d *Daemon) deliverTrickleDown(p *boinc.Project, td rpcclient.TrickleDown) error {
+	r := d.st.results[entityKey(p.MasterURL, td.ResultName)]
+	if r == nil {
+		return errors.New("no such task")
+	}
+	if err := taskrunner.CheckTrickleResultName(r.Name); err != nil {
+		return err
+	}
+	log := d.taskLog(r)
+	switch {
+	case r.Slot >= 0 && r.Phase == boinc.PhaseComputing:
+		name, err := taskrunner.WriteTrickleDown(d.opt.DataDir, r.Slot, td.Time, []byte(td.Body))
+		if err != nil {
+			return err
+		}
+		if _, running := d.active[r.Key()]; running {
+			if err := d.runner.NotifyTrickleDown(r.Key()); err != nil {
+				log.Debug("trickle-down not announced; the task finds it when it next looks", slog.Any("err", err))
+			}
+		}
+		log.Info("trickle-down message delivered", slog.String("file", name), slog.Int("slot", r.Slot))
+	case r.Phase.Runnable():
+		// Not started: kept beside the project's files until it is.
+		dir := d.projectDir(p.MasterURL)
+		name := fmt.Sprintf("%s%s_%d", pendingTrickleDownPrefix, r.Name, td.Time)
+		path := filepath.Join(dir, name)
+		for n := 1; ; n++ {
+			if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			path = filepath.Join(dir, fmt.Sprintf("%s.%d", name, n))
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(td.Body), 0o644); err != nil {
+			os.Remove(path)
+			return err
+		}
+		log.Info("trickle-down message kept until the task starts", slog.String("file", filepath.Base(path)))
+	default:
+		return fmt.Errorf("the task is no longer running (%s)", r.Phase)
+	}
+	return nil
+}
+
+// pendingTrickleDowns lists the kept trickle-downs of r, oldest first,
+// with the time each carries.
+func (d *Daemon) pendingTrickleDowns(r *boinc.Result) []string {
+	dir := d.projectDir(r.ProjectURL)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	prefix := pendingTrickleDownPrefix + r.Name + "_"
+	var out []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), prefix)
+		if ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' && !strings.Contains(rest, "_") && e.Type().IsRegular() {
+			out = append(out, e.Name())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// movePendingTrickleDowns moves r's kept trickle-downs into its slot,
+// now that it has one.
+func (d *Daemon) movePendingTrickleDowns(r *boinc.Result) {
+	names := d.pendingTrickleDowns(r)
+	if len(names) == 0 || r.Slot < 0 {
+		return
+	}
+	dir := d.projectDir(r.ProjectURL)
+	prefix := pendingTrickleDownPrefix + r.Name + "_"
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		body, err := os.ReadFile(path)
+		if err != nil {
+			d.taskLog(r).Error("cannot read kept trickle-down message", slog.String("file", path), slog.Any("err", err))
+			continue
+		}
+		var at int64
+		fmt.Sscanf(strings.TrimPrefix(name, prefix), "%d", &at)
+		slotName, err := taskrunner.WriteTrickleDown(d.opt.DataDir, r.Slot, at, body)
+		if err != nil {
+			d.taskLog(r).Error("cannot deliver kept trickle-down message", slog.String("file", path), slog.Any("err", err))
+			continue
+		}
+		_ = os.Remove(path)
+		d.taskLog(r).Info("trickle-down message delivered", slog.String("file", slotName), slog.Int("slot", r.Slot))
+	}
+	if _, running := d.active[r.Key()]; running {
+		_ = d.runner.NotifyTrickleDown(r.Key())
+	}
+}
+
+// dropPendingTrickleDowns deletes kept trickle-downs of a task that will
+// never run.
+func (d *Daemon) dropPendingTrickleDowns(r *boinc.Result) {
+	for _, name := range d.pendingTrickleDowns(r) {
+		path := filepath.Join(d.projectDir(r.ProjectURL), name)
+		if err := os.Remove(path); err == nil {
+			d.taskLog(r).Warn("dropping a trickle-down message the task never got to read", slog.String("file", name))
+		}
+	}
+}
+
+// uploadRequested: the app asked for outputs to be uploaded before it
+// ends (boinc_upload_file; ACTIVE_TASK::handle_upload_files).
+func (d *Daemon) uploadRequested(r *boinc.Result, names []string) {
+	d.taskLog(r).Warn("intermediate uploads are not supported yet", slog.Any("files", names))
+}
