@@ -72,6 +72,12 @@ type config struct {
 	seconds float64
 	fpops   float64
 	seed    uint64
+	// trickleUp, when set, is sent as a trickle-up message (variety
+	// "demo") when the app starts; trickleDownWait > 0 makes the app,
+	// its work done, wait up to that long for a trickle-down and copy it
+	// to stderr (trickle.go).
+	trickleUp       string
+	trickleDownWait time.Duration
 }
 
 // Main runs the app and returns the process exit status for failures; on
@@ -102,7 +108,17 @@ func run(ctx context.Context, args []string, opts boincapi.Options, stderr io.Wr
 		fmt.Fprintf(stderr, "demoapp: %v\n", err)
 		return 1
 	}
+	if cfg.trickleUp != "" {
+		if err := app.SendTrickleUp("demo", cfg.trickleUp); err != nil {
+			fmt.Fprintf(stderr, "demoapp: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "demoapp: sent trickle-up %q\n", cfg.trickleUp)
+	}
 	code, err := compute(ctx, app, cfg, opts.Dir, stderr)
+	if err == nil && cfg.trickleDownWait > 0 {
+		code, err = awaitTrickleDown(ctx, app, opts.Dir, cfg.trickleDownWait, stderr)
+	}
 	if err != nil {
 		if errors.Is(err, boincapi.ErrExited) {
 			// The client told us to quit or abort and the exit already
@@ -125,6 +141,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fl.Float64Var(&cfg.seconds, "seconds", 0, "approximate CPU seconds of work")
 	fl.Float64Var(&cfg.fpops, "fpops", 0, "floating-point operations of work (converted with the host's p_fpops)")
 	fl.Uint64Var(&cfg.seed, "seed", 1, "seed of the hash chain")
+	fl.StringVar(&cfg.trickleUp, "trickle-up", "", "send this text as a trickle-up message at the start")
+	fl.DurationVar(&cfg.trickleDownWait, "trickle-down-wait", 0, "after the work, wait this long for a trickle-down message")
 	if err := fl.Parse(args); err != nil {
 		return cfg, fmt.Errorf("arguments: %w", err)
 	}

@@ -18,6 +18,9 @@ import (
 type Config struct {
 	// Name is the <project_name>; default "boincd test project".
 	Name string
+	// TrickleEcho answers every trickle-up with a trickle-down of the
+	// same text for its task, as BOINC's trickle_echo daemon does.
+	TrickleEcho bool
 	// Apps are the applications handed out; at least one. Jobs use them
 	// in turn (job n uses Apps[(n-1) % len(Apps)]) among the apps for the
 	// resources the request asks work for: CPU apps answer cpu_req_secs /

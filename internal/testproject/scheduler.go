@@ -31,6 +31,8 @@ type schedRequest struct {
 	PlatformName    string         `xml:"platform_name"`
 	CodeSignKey     string         `xml:"code_sign_key"`
 	Results         []reportResult `xml:"result"`
+	// MsgsFromHost are trickle-ups, kept raw (trickle.go).
+	MsgsFromHost []msgFromHostXML `xml:"msg_from_host"`
 	// AppVersions are the client's versions (PROTOCOLS.md §1.3 #25);
 	// with <platform_name>anonymous</platform_name> they are the only
 	// versions jobs may be sent for.
@@ -422,6 +424,7 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 		// sends with the reply.
 		rb.line(`<message priority="low">This computer has reached a limit on tasks in progress</message>`)
 	}
+	s.handleMsgsLocked(&rb, hostID, req.MsgsFromHost, now)
 	s.writeNoticesLocked(&rb, base, hostID)
 	rb.line("</scheduler_reply>")
 	return rb.Bytes()

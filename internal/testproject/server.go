@@ -87,6 +87,8 @@ type Stats struct {
 	// <app_versions> of the last of them.
 	AnonymousRPCs     int
 	AnnouncedVersions []AnnouncedVersion
+	// MsgsFromHost are the trickle-up messages received, in order.
+	MsgsFromHost []MsgFromHost
 }
 
 // AnnouncedVersion is one <app_version> an anonymous platform client
@@ -155,6 +157,8 @@ type Server struct {
 	closeErr    error
 	closeCalled bool
 	newsFetches int
+	// msgsToHost are queued msg_to_host rows per host (trickle.go).
+	msgsToHost map[int64][]string
 }
 
 // outputFile is an output file the server expects to be uploaded.
@@ -195,6 +199,8 @@ func New(cfg Config) (*Server, error) {
 		partial:   map[string][]byte{},
 		uploading: map[string]bool{},
 		done:      make(chan struct{}),
+
+		msgsToHost: map[int64][]string{},
 		stats: Stats{
 			Reported:        map[string]int{},
 			Uploaded:        map[string][]byte{},
@@ -389,6 +395,7 @@ func (s *Server) Stats() Stats {
 	st.Errors = append([]string(nil), st.Errors...)
 	st.HostIDs = append([]int64(nil), st.HostIDs...)
 	st.AnnouncedVersions = append([]AnnouncedVersion(nil), st.AnnouncedVersions...)
+	st.MsgsFromHost = append([]MsgFromHost(nil), st.MsgsFromHost...)
 	st.LastRequest = bytes.Clone(st.LastRequest)
 	st.Reported = copyMap(st.Reported)
 	st.UploadRequests = copyMap(st.UploadRequests)
