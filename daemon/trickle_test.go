@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
+	"github.com/boincd/boincd/rpcclient"
+	"github.com/boincd/boincd/taskrunner"
 )
 
 // A running app's trickle-up reaches the server in a scheduler request
@@ -91,7 +94,109 @@ func TestTrickleUpAndDown(t *testing.T) {
 	if pending {
 		t.Fatal("trickle_up_pending still set after the acknowledged request")
 	}
+	for _, l := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(l, "trickle") && !strings.Contains(l, "DEBUG") {
+			t.Log(l)
+		}
+	}
 	if n := len(srv.Stats().MsgsFromHost); n != 1 {
 		t.Fatalf("the server got %d trickle-ups, want 1 (sent again?)", n)
+	}
+}
+
+// What the apps left in the project directory goes into the request when
+// it can be sent whole; what cannot stays, named in the log.
+func TestReadTrickleFilesHostile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	logs := &testsupport.LogBuffer{}
+	d := &Daemon{opt: Options{DataDir: dir}, st: newClientState(), log: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	const url = "http://p.example/"
+	p := &boinc.Project{MasterURL: url}
+	d.st.projects[url] = p
+	pdir := d.projectDir(url)
+	if err := os.MkdirAll(pdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"trickle_up_wu_1_0_100.xml":      "<variety>v</variety>\nok",
+		"trickle_up_wu_2_0_200.xml.sent": "<variety>v</variety>\nresent",
+		"trickle_up_wu_3_0_300.xml":      "<variety>v</variety>\n</msg_from_host><result><name>forged</name></result>",
+		"trickle_up_wu_4_0_400.xml":      strings.Repeat("x", taskrunner.MaxTrickleBytes+1),
+		"trickle_up_nonsense.xml":        "ignored",
+		"other_file":                     "ignored",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(pdir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs, more := d.readTrickleFiles(p)
+	if more || len(msgs) != 2 {
+		t.Fatalf("read %+v (more %v), want the two sendable ones", msgs, more)
+	}
+	if msgs[0] != (rpcclient.MsgFromHost{ResultName: "wu_1_0", Time: 100, Body: "<variety>v</variety>\nok"}) ||
+		msgs[1] != (rpcclient.MsgFromHost{ResultName: "wu_2_0", Time: 200, Body: "<variety>v</variety>\nresent"}) {
+		t.Fatalf("read %+v", msgs)
+	}
+	for _, w := range []string{"trickle_up_wu_3_0_300.xml", `the message contains \"</msg_from_host>\"`, "trickle_up_wu_4_0_400.xml", "more than the 262144"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("log lacks %q:\n%s", w, logs.String())
+		}
+	}
+	// Sent ones are marked; the acknowledgement deletes only those.
+	d.removeTrickleFiles(p)
+	var left []string
+	entries, _ := os.ReadDir(pdir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := []string{"other_file", "trickle_up_nonsense.xml", "trickle_up_wu_3_0_300.xml", "trickle_up_wu_4_0_400.xml"}
+	if strings.Join(left, " ") != strings.Join(want, " ") {
+		t.Fatalf("left %v, want %v", left, want)
+	}
+}
+
+// A trickle-down for a task not started yet waits in the project
+// directory and moves into the slot when the task gets one; one for a
+// task the client does not hold, or with a hostile name, goes nowhere.
+func TestTrickleDownForQueuedTask(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	logs := &testsupport.LogBuffer{}
+	d := &Daemon{opt: Options{DataDir: dir}, st: newClientState(), active: map[string]*activeTask{},
+		log: slog.New(slog.NewJSONHandler(logs, nil))}
+	const url = "http://p.example/"
+	p := &boinc.Project{MasterURL: url}
+	d.st.projects[url] = p
+	r := &boinc.Result{ProjectURL: url, Name: "wu_1_0", Slot: -1, Phase: boinc.PhaseDownloaded}
+	d.st.putResult(r)
+	d.st.putResult(&boinc.Result{ProjectURL: url, Name: "../x", Slot: -1, Phase: boinc.PhaseDownloaded})
+	d.handleTrickleDowns(p, &rpcclient.SchedulerReply{
+		TrickleDowns: []rpcclient.TrickleDown{
+			{ResultName: "wu_1_0", Time: 9, Body: "<cmd>1</cmd>\n"},
+			{ResultName: "unknown", Time: 9, Body: "x"},
+			{ResultName: "../x", Time: 9, Body: "x"},
+		},
+		RefusedTrickleDowns: []string{"trickle_down #4 for task \"big\": 300000 bytes, more than the limit of 262144"},
+	})
+	for _, w := range []string{`"task":"unknown"`, "no such task", "cannot be part of a file name", "300000 bytes"} {
+		if !strings.Contains(logs.String(), w) {
+			t.Errorf("log lacks %q:\n%s", w, logs.String())
+		}
+	}
+	if got := d.pendingTrickleDowns(r); len(got) != 1 || got[0] != "trickle_down_wu_1_0_9" {
+		t.Fatalf("kept %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
+		t.Fatal("a hostile task name wrote outside the project directory")
+	}
+	r.Slot = 3
+	d.movePendingTrickleDowns(r)
+	if b, err := os.ReadFile(filepath.Join(dir, "slots", "3", "trickle_down_9")); err != nil || string(b) != "<cmd>1</cmd>\n" {
+		t.Fatalf("slot file: %q, %v", b, err)
+	}
+	if got := d.pendingTrickleDowns(r); len(got) != 0 {
+		t.Fatalf("still kept: %v", got)
 	}
 }
