@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
@@ -17,23 +18,29 @@ import (
 	"github.com/boincd/boincd/taskrunner"
 )
 
+// demoApp is the test binary as a BOINC API app (demoapp.RunIfInvoked
+// in TestMain).
+func demoApp(t *testing.T) []testproject.App {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	appName := demoapp.BinaryPrefix + "_1.00_" + boinc.PlatformName
+	return []testproject.App{{
+		Name: "demoapp", APIVersion: "7.20.5",
+		Files: []testproject.AppFile{{Name: appName, Path: exe, Executable: true, MainProgram: true}},
+	}}
+}
+
 // A running app's trickle-up reaches the server in a scheduler request
 // made for it, shortly after the app sent it, as a <msg_from_host> with
 // the task's name and the app's text; the server's answer, a trickle-down
 // (trickle_echo), lands in the task's slot where the app reads it.
 func TestTrickleUpAndDown(t *testing.T) {
 	t.Parallel()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The test binary is the app: demoapp.RunIfInvoked in TestMain.
-	appName := demoapp.BinaryPrefix + "_1.00_" + boinc.PlatformName
 	srv := testsupport.StartProject(t, testproject.Config{
-		Apps: []testproject.App{{
-			Name: "demoapp", APIVersion: "7.20.5",
-			Files: []testproject.AppFile{{Name: appName, Path: exe, Executable: true, MainProgram: true}},
-		}},
+		Apps: demoApp(t),
 		Job:         testproject.JobTemplate{CommandLine: "--seconds 1 --trickle-up <progress>{n}</progress> --trickle-down-wait 60s"},
 		TotalJobs:   1,
 		TrickleEcho: true,
@@ -199,4 +206,68 @@ func TestTrickleDownForQueuedTask(t *testing.T) {
 	if got := d.pendingTrickleDowns(r); len(got) != 0 {
 		t.Fatalf("still kept: %v", got)
 	}
+}
+
+// A trickle-up the server could not take keeps the project
+// trickle_up_pending, over GUI RPC and across a restart, and its file
+// waits; once the server answers it arrives.
+func TestTrickleUpPendingSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	srv := testsupport.StartProject(t, testproject.Config{
+		Apps:        demoApp(t),
+		Job:         testproject.JobTemplate{CommandLine: "--seconds 1 --trickle-up <n>{n}</n> --trickle-down-wait 120s"},
+		TotalJobs:   1,
+		TrickleEcho: true,
+	})
+	dir := filepath.Join(t.TempDir(), "data")
+	cfg := projectsConfig(srv)
+	h := startDaemonIn(t, dir, cfg, nil)
+	testsupport.WaitFor(t, 60*time.Second, "the task to run", func() bool {
+		for _, tv := range h.snapshot().Tasks {
+			if tv.Running {
+				return true
+			}
+		}
+		return false
+	})
+	srv.SetFaults(testproject.Faults{HTTPErrors: 1 << 30})
+	pending := func(h *harness) bool {
+		for _, p := range guiProjects(t, h) {
+			if p.MasterURL == srv.URL() {
+				return p.TricklePending
+			}
+		}
+		return false
+	}
+	testsupport.WaitFor(t, 60*time.Second, "trickle_up_pending over GUI RPC", func() bool { return pending(h) })
+	if err := h.stop(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(srv.Stats().MsgsFromHost); n != 0 {
+		t.Fatalf("the failing server recorded %d trickle-ups", n)
+	}
+	h2 := startDaemonIn(t, dir, cfg, nil)
+	if !pending(h2) {
+		t.Fatal("trickle_up_pending lost in the restart")
+	}
+	srv.SetFaults(testproject.Faults{})
+	testsupport.WaitFor(t, 60*time.Second, "the server to get the trickle-up", func() bool {
+		return len(srv.Stats().MsgsFromHost) > 0
+	})
+	if m := srv.Stats().MsgsFromHost[0]; !strings.Contains(m.Text, "<n>1</n>") || m.ResultName != srv.Stats().Sent[0] {
+		t.Fatalf("got %+v", m)
+	}
+	testsupport.WaitFor(t, 60*time.Second, "trickle_up_pending to clear", func() bool { return !pending(h2) })
+}
+
+// guiProjects is what get_project_status answers now.
+func guiProjects(t *testing.T, h *harness) []guirpc.ProjectInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []guirpc.ProjectInfo
+	if err := h.d.peek(ctx, func() { out = h.d.guiState(time.Now(), 0).Projects }); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
