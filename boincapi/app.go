@@ -75,6 +75,7 @@ type App struct {
 	// trickle-down the client announced (true at start, so the first
 	// ReceiveTrickleDown scans the slot), and whether the app listens.
 	newTrickleUp       bool
+	newUploadFile      bool
 	haveTrickleDown    bool
 	handleTrickleDowns bool
 }

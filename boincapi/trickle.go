@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -95,7 +96,7 @@ func (a *App) ReceiveTrickleDown() (string, bool) {
 // trickle-down notice (handle_trickle_down_msg).
 func (a *App) trickleTick(status bool) {
 	a.mu.Lock()
-	up, listen := a.newTrickleUp, a.handleTrickleDowns
+	up, upload, listen := a.newTrickleUp, a.newUploadFile, a.handleTrickleDowns
 	a.mu.Unlock()
 	if listen {
 		if msg, ok, err := a.shm.Receive(TrickleDown); err != nil {
@@ -106,15 +107,57 @@ func (a *App) trickleTick(status bool) {
 			a.mu.Unlock()
 		}
 	}
-	if status && up {
-		sent, err := a.shm.Send(TrickleUp, MsgHaveNewTrickleUp+"\n")
+	if status && (up || upload) {
+		msg := ""
+		if up {
+			msg += MsgHaveNewTrickleUp + "\n"
+		}
+		if upload {
+			msg += MsgHaveNewUploadFile + "\n"
+		}
+		sent, err := a.shm.Send(TrickleUp, msg)
 		if err != nil {
 			fmt.Fprintf(a.stderr, "boincapi: %v\n", err)
 		}
 		if sent {
 			a.mu.Lock()
-			a.newTrickleUp = false
+			a.newTrickleUp, a.newUploadFile = false, false
 			a.mu.Unlock()
 		}
 	}
+}
+
+// UploadFile asks the client to upload an output file now, before the
+// app ends (boinc_upload_file): the file named by its logical name must
+// be complete. UploadStatus tells when the upload is over.
+func (a *App) UploadFile(logical string) error {
+	if err := os.WriteFile(a.path(UploadFileReqPrefix+logical), nil, 0o644); err != nil {
+		return fmt.Errorf("upload %s: %w", logical, err)
+	}
+	a.mu.Lock()
+	a.newUploadFile = true
+	a.handleTrickleDowns = true // the status comes on the same channel
+	a.mu.Unlock()
+	return nil
+}
+
+// UploadStatus is the status of an upload UploadFile asked for, from the
+// boinc_ufs_<name> file the client writes when it is over
+// (boinc_upload_status): 0 for success, a BOINC error number otherwise;
+// ok is false while the upload is not over.
+func (a *App) UploadStatus(logical string) (status int, ok bool) {
+	b, err := os.ReadFile(a.path(UploadFileStatusPrefix + logical))
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i, j := strings.Index(s, "<status>"), strings.Index(s, "</status>")
+	if i < 0 || j < i {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(s[i+len("<status>") : j]))
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }

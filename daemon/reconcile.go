@@ -305,6 +305,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleFeedFetched(ev, now)
 	case acctMgrDone:
 		d.handleAcctMgrDone(ev, now)
+	case uploadChecked:
+		d.handleUploadChecked(ev)
 	default:
 		d.handleContainerEvent(ev)
 	}

@@ -267,8 +267,99 @@ func (d *Daemon) dropPendingTrickleDowns(r *boinc.Result) {
 	}
 }
 
+// uploadChecked reports the measure of an output a running task asked to
+// upload.
+type uploadChecked struct {
+	file, result string // keys
+	md5          string
+	nbytes       int64
+	err          error
+}
+
 // uploadRequested: the app asked for outputs to be uploaded before it
-// ends (boinc_upload_file; ACTIVE_TASK::handle_upload_files).
+// ends (boinc_upload_file; ACTIVE_TASK::handle_upload_files). Each is
+// measured beside the loop; handleUploadChecked marks it present, and
+// startTransfers uploads it while the task runs.
 func (d *Daemon) uploadRequested(r *boinc.Result, names []string) {
-	d.taskLog(r).Warn("intermediate uploads are not supported yet", slog.Any("files", names))
+	log := d.taskLog(r)
+	for _, name := range names {
+		var f *boinc.FileInfo
+		for _, ref := range r.OutputFiles {
+			if ref.OpenName == name || (ref.OpenName == "" && ref.FileName == name) {
+				f = d.st.file(r.ProjectURL, ref.FileName)
+			}
+		}
+		if f == nil {
+			// As the C++ client: "Can't find uploadable file".
+			log.Error("task asked to upload a file that is not one of its outputs", slog.String("file", name))
+			continue
+		}
+		if !f.IsUpload() || f.Uploaded {
+			log.Warn("task asked to upload a file that has no upload URL or is uploaded already", slog.String("file", name))
+			continue
+		}
+		path, fkey, rkey := d.filePath(f), f.Key(), r.Key()
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			sum, n, err := taskrunner.CheckUploadFile(path)
+			d.send(uploadChecked{file: fkey, result: rkey, md5: sum, nbytes: n, err: err})
+		}()
+	}
+}
+
+func (d *Daemon) handleUploadChecked(ev uploadChecked) {
+	f, r := d.st.files[ev.file], d.st.results[ev.result]
+	if f == nil || r == nil {
+		return
+	}
+	log := d.taskLog(r).With(slog.String("file", f.Name))
+	if ev.err != nil {
+		log.Error("cannot upload the file the task asked to upload", slog.Any("err", ev.err))
+		return
+	}
+	if f.MaxNBytes > 0 && float64(ev.nbytes) > f.MaxNBytes {
+		log.Error("cannot upload the file the task asked to upload: larger than its max_nbytes",
+			slog.Int64("bytes", ev.nbytes), slog.Float64("max_nbytes", f.MaxNBytes))
+		return
+	}
+	f.NBytes, f.MD5, f.Status = float64(ev.nbytes), ev.md5, boinc.FilePresent
+	d.batch.PutFile(f)
+	log.Info("task asked to upload a file before it ends", slog.Int64("bytes", ev.nbytes))
+}
+
+// computingOwner is the result, still computing, that f is an output
+// of; nil if none.
+func (d *Daemon) computingOwner(f *boinc.FileInfo) (*boinc.Result, string) {
+	for _, r := range d.st.projectResults(f.ProjectURL) {
+		if r.Phase != boinc.PhaseComputing {
+			continue
+		}
+		for _, ref := range r.OutputFiles {
+			if ref.FileName == f.Name {
+				open := ref.OpenName
+				if open == "" {
+					open = ref.FileName
+				}
+				return r, open
+			}
+		}
+	}
+	return nil, ""
+}
+
+// intermediateUploaded tells a running task its upload is done
+// (ACTIVE_TASK_SET::upload_notify_app); it reports whether f belongs to
+// a task still computing, whose file must stay.
+func (d *Daemon) intermediateUploaded(f *boinc.FileInfo) bool {
+	r, open := d.computingOwner(f)
+	if r == nil {
+		return false
+	}
+	if r.Slot >= 0 {
+		if err := d.runner.NotifyUploadStatus(r.Key(), r.Slot, open, 0); err != nil {
+			d.taskLog(r).Warn("cannot tell the task its upload is done", slog.String("file", f.Name), slog.Any("err", err))
+		}
+	}
+	return true
 }

@@ -271,3 +271,32 @@ func guiProjects(t *testing.T, h *harness) []guirpc.ProjectInfo {
 	}
 	return out
 }
+
+// An output the app asks to upload before it ends (boinc_upload_file)
+// is uploaded while the task runs; the app hears that it is over, and
+// the finished task reports it without uploading it again.
+func TestIntermediateUpload(t *testing.T) {
+	t.Parallel()
+	srv := testsupport.StartProject(t, testproject.Config{
+		Apps:      demoApp(t),
+		Job:       testproject.JobTemplate{CommandLine: "--seconds 1 --upload-early 60s"},
+		TotalJobs: 1,
+	})
+	startDaemon(t, srv)
+	testsupport.WaitFor(t, 60*time.Second, "the task to be reported", func() bool {
+		return len(srv.Stats().ReportedResults) > 0
+	})
+	st := srv.Stats()
+	name := st.Sent[0]
+	rep := st.ReportedResults[name]
+	if rep.ExitStatus != 0 || !strings.Contains(rep.StderrOut, "demoapp: early upload of out: status 0") {
+		t.Fatalf("report: exit %d, stderr:\n%s", rep.ExitStatus, rep.StderrOut)
+	}
+	out := st.Jobs[name].OutputFiles[0]
+	if _, ok := st.Uploaded[out]; !ok || st.UploadRequests[out] != 1 {
+		t.Fatalf("output %s uploaded %v, %d upload requests; want once", out, ok, st.UploadRequests[out])
+	}
+	if len(st.Errors) > 0 {
+		t.Fatalf("server saw errors: %v", st.Errors)
+	}
+}

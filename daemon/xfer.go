@@ -194,6 +194,15 @@ func (d *Daemon) startTransfers(now time.Time) {
 					try(f, false)
 				}
 			}
+			if r.Phase == boinc.PhaseComputing {
+				// Outputs the running app asked to upload
+				// (boinc_upload_file): present before the task ends.
+				for _, f := range d.st.outputFiles(r) {
+					if f.IsUpload() && !f.Uploaded && f.Status == boinc.FilePresent {
+						try(f, true)
+					}
+				}
+			}
 		case boinc.PhaseUploading:
 			for _, f := range d.st.outputFiles(r) {
 				if f.IsUpload() && !f.Uploaded && f.Status == boinc.FilePresent {
@@ -325,7 +334,9 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 			// The server has the bytes; the local copy has no further use.
 			// Only once "uploaded" is committed: a crash in between
 			// would leave a state that still needs the file.
-			if !f.Sticky {
+			// An intermediate upload's file stays while its task runs:
+			// the task may still write it, and must find it at the end.
+			if !d.intermediateUploaded(f) && !f.Sticky {
 				d.removeAfterCommit(d.filePath(f))
 			}
 		} else {

@@ -232,3 +232,37 @@ func (r *Runner) pollTrickle(t *task, now time.Time) {
 		}
 	}
 }
+
+// CheckUploadFile measures an output a running app asked to upload
+// (ACTIVE_TASK::handle_upload_files computes its MD5 and size). Only a
+// regular file is taken: a link the app made to some other file must not
+// get that file uploaded.
+func CheckUploadFile(path string) (md5 string, nbytes int64, err error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return "", 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", 0, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return md5File(path)
+}
+
+// NotifyUploadStatus writes boinc_ufs_<open name> with the upload's
+// status into a slot (ACTIVE_TASK::upload_notify_app) and, if the task
+// runs, says so on the trickle_down channel (<upload_file_status/>).
+func (r *Runner) NotifyUploadStatus(key string, slot int, openName string, status int) error {
+	if err := CheckTrickleResultName(openName); err != nil {
+		return fmt.Errorf("upload status: %w", err)
+	}
+	path := filepath.Join(slotDir(r.dataDir, slot), boincapi.UploadFileStatusPrefix+openName)
+	if err := os.WriteFile(path, fmt.Appendf(nil, "<status>%d</status>\n", status), 0o644); err != nil {
+		return fmt.Errorf("upload status: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, err := r.live(key); err == nil {
+		t.uploadStatus = true
+	}
+	return nil
+}

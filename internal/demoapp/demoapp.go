@@ -78,6 +78,10 @@ type config struct {
 	// to stderr (trickle.go).
 	trickleUp       string
 	trickleDownWait time.Duration
+	// uploadEarly > 0: with the output written, ask for its upload
+	// (boinc_upload_file) and wait up to that long for it to be over
+	// before finishing.
+	uploadEarly time.Duration
 }
 
 // Main runs the app and returns the process exit status for failures; on
@@ -119,6 +123,9 @@ func run(ctx context.Context, args []string, opts boincapi.Options, stderr io.Wr
 	if err == nil && cfg.trickleDownWait > 0 {
 		code, err = awaitTrickleDown(ctx, app, opts.Dir, cfg.trickleDownWait, stderr)
 	}
+	if err == nil && cfg.uploadEarly > 0 {
+		code, err = uploadEarly(ctx, app, cfg.uploadEarly, stderr)
+	}
 	if err != nil {
 		if errors.Is(err, boincapi.ErrExited) {
 			// The client told us to quit or abort and the exit already
@@ -143,6 +150,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fl.Uint64Var(&cfg.seed, "seed", 1, "seed of the hash chain")
 	fl.StringVar(&cfg.trickleUp, "trickle-up", "", "send this text as a trickle-up message at the start")
 	fl.DurationVar(&cfg.trickleDownWait, "trickle-down-wait", 0, "after the work, wait this long for a trickle-down message")
+	fl.DurationVar(&cfg.uploadEarly, "upload-early", 0, "upload the output before finishing, waiting this long for the upload")
 	if err := fl.Parse(args); err != nil {
 		return cfg, fmt.Errorf("arguments: %w", err)
 	}
