@@ -66,8 +66,8 @@ type Project struct {
 	SchedRPCPending RPCReason `json:"sched_rpc_pending,omitempty"`
 	// TrickleUpPending: a task sent a trickle-up message that no
 	// scheduler request has carried yet (PROJECT::trickle_up_pending).
-	TrickleUpPending bool `json:"trickle_up_pending,omitempty"`
-	LastRPCTime     time.Time `json:"last_rpc_time,omitempty"`
+	TrickleUpPending bool      `json:"trickle_up_pending,omitempty"`
+	LastRPCTime      time.Time `json:"last_rpc_time,omitempty"`
 
 	// MinRPCTime = max(request_delay, failure backoff); no RPC before it
 	// except on user request.

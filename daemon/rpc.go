@@ -38,7 +38,7 @@ type rpcDone struct {
 	// moreTrickles says some were left for the next one.
 	trickles     int
 	moreTrickles bool
-	req      workfetch.Request
+	req          workfetch.Request
 	// salvagedHostID is the host id found in a reply that was refused.
 	salvagedHostID int64
 	// sent and got are the request and reply bytes of an exchange that

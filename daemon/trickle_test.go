@@ -40,7 +40,7 @@ func demoApp(t *testing.T) []testproject.App {
 func TestTrickleUpAndDown(t *testing.T) {
 	t.Parallel()
 	srv := testsupport.StartProject(t, testproject.Config{
-		Apps: demoApp(t),
+		Apps:        demoApp(t),
 		Job:         testproject.JobTemplate{CommandLine: "--seconds 1 --trickle-up <progress>{n}</progress> --trickle-down-wait 60s"},
 		TotalJobs:   1,
 		TrickleEcho: true,
