@@ -59,8 +59,13 @@ type caseRun struct {
 	passed    bool
 }
 
-// featureCases are the cases run side by side.
+// featureCases are the cases run side by side: those of the stock app
+// here, and those of apps linked with the BOINC API (apicases_test.go).
 func featureCases() []featureCase {
+	return append(plainFeatureCases(), apiFeatureCases()...)
+}
+
+func plainFeatureCases() []featureCase {
 	return []featureCase{
 		{
 			name:  "gzip",
