@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"unsafe"
 
@@ -26,20 +28,38 @@ func (m *mmapRegion) check(off int64, n int) error {
 	return nil
 }
 
+// guarded runs f, an access to the mapping, turning a fault into an
+// error: the file behind the mapping is the app's to write, and an app
+// that truncates it (or a file system that cannot back a page) makes the
+// access a SIGBUS, which would otherwise kill the daemon.
+func guarded(f func()) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			re, ok := r.(runtime.Error)
+			if !ok {
+				panic(r)
+			}
+			err = fmt.Errorf("shared memory unreadable (file truncated, or the disk full?): %w", re)
+		}
+	}()
+	f()
+	return nil
+}
+
 func (m *mmapRegion) readAt(p []byte, off int64) error {
 	if err := m.check(off, len(p)); err != nil {
 		return err
 	}
-	copy(p, m.mem[off:])
-	return nil
+	return guarded(func() { copy(p, m.mem[off:]) })
 }
 
 func (m *mmapRegion) writeAt(p []byte, off int64) error {
 	if err := m.check(off, len(p)); err != nil {
 		return err
 	}
-	copy(m.mem[off:], p)
-	return nil
+	return guarded(func() { copy(m.mem[off:], p) })
 }
 
 func (m *mmapRegion) word(off int64) (*uint32, error) {
@@ -57,7 +77,11 @@ func (m *mmapRegion) loadHead(off int64) ([4]byte, error) {
 	if err != nil {
 		return [4]byte{}, err
 	}
-	return headBytes(atomic.LoadUint32(w)), nil
+	var v uint32
+	if err := guarded(func() { v = atomic.LoadUint32(w) }); err != nil {
+		return [4]byte{}, err
+	}
+	return headBytes(v), nil
 }
 
 func (m *mmapRegion) storeHead(off int64, h [4]byte) error {
@@ -65,8 +89,7 @@ func (m *mmapRegion) storeHead(off int64, h [4]byte) error {
 	if err != nil {
 		return err
 	}
-	atomic.StoreUint32(w, headWord(h))
-	return nil
+	return guarded(func() { atomic.StoreUint32(w, headWord(h)) })
 }
 
 func (m *mmapRegion) close() error {
@@ -91,10 +114,22 @@ func CreateShmem(path string) (*Shmem, error) {
 	if err := f.Chmod(0o666); err != nil {
 		return nil, fmt.Errorf("shared memory %s: chmod: %w", path, err)
 	}
-	if err := f.Truncate(ShmemSize); err != nil {
-		return nil, fmt.Errorf("shared memory %s: size: %w", path, err)
+	// Zeros written, not a sparse ftruncate: a page of a mapped file
+	// that the file system cannot back (a full disk or tmpfs) is a SIGBUS
+	// at the first touch, which kills the daemon; written now, a full
+	// disk is an ENOSPC here, which holds the task's start instead.
+	if n, err := f.WriteAt(make([]byte, ShmemSize), 0); err != nil || n != ShmemSize {
+		return nil, fmt.Errorf("shared memory %s: size: %w", path, cmpErr(err, n))
 	}
 	return mapFile(path, f)
+}
+
+// cmpErr is err, or a short write's error when err is nil.
+func cmpErr(err error, n int) error {
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("short write: %d of %d bytes", n, ShmemSize)
 }
 
 // OpenShmem maps an existing segment file: what the app does.

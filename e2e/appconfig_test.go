@@ -148,6 +148,7 @@ func TestAppConfigCmdlineAndReport(t *testing.T) {
 	writeConfig(t, dir, configSpec{projects: []*project{p}})
 	writeAppConfig(t, dir, p.dirName(), "<app_config>\n<app>\n<name>refapp</name>\n<report_results_immediately/>\n</app>\n"+
 		"<app_version>\n<app_name>refapp</app_name>\n<cmdline>--seconds 2</cmdline>\n</app_version>\n</app_config>\n")
+	holdReports(t, dir)
 	d := startDaemon(t, "daemon", childOptions{DataDir: dir, MaxReportDelay: time.Hour, FetchBackoffMin: time.Hour})
 	waitAllReported(t, d, p, 1, 60*time.Second)
 	checkReportedOnce(t, p, 1, refOutput(p, 2))

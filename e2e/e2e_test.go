@@ -95,6 +95,8 @@ type killCase struct {
 	secs int // --seconds of the jobs
 	// first: options of the run that gets killed (DataDir is filled in).
 	first childOptions
+	// holdFirst: the first run asks for work once (holdReports).
+	holdFirst bool
 	// atKillPoint returns once the first daemon reached the kill point.
 	atKillPoint func(t *testing.T, d *daemonProc, p *project, dir string)
 	// beforeRestart runs between the kill and the restart.
@@ -219,8 +221,9 @@ func TestKill9Recovery(t *testing.T) {
 			cfg:  testproject.Config{TotalJobs: 1, Job: job(1, 2000)},
 			secs: 1,
 			// The result waits for its report (1 h), and no work fetch
-			// (which would carry it) follows the first empty reply.
-			first: childOptions{MaxReportDelay: time.Hour, FetchBackoffMin: time.Hour},
+			// (which would carry it) follows the first request.
+			first:     childOptions{MaxReportDelay: time.Hour, FetchBackoffMin: time.Hour},
+			holdFirst: true,
 			atKillPoint: func(t *testing.T, d *daemonProc, p *project, dir string) {
 				d.waitLog("ready to report", 60*time.Second)
 				time.Sleep(500 * time.Millisecond)
@@ -247,6 +250,9 @@ func TestKill9Recovery(t *testing.T) {
 			dir := newDataDir(t)
 			p := startProject(t, tc.cfg)
 			writeConfig(t, dir, configSpec{projects: []*project{p}})
+			if tc.holdFirst {
+				holdReports(t, dir)
+			}
 			first := tc.first
 			first.DataDir = dir
 			killed := startDaemon(t, "first daemon", first)
@@ -292,6 +298,10 @@ func TestKill9Recovery(t *testing.T) {
 			t.Logf("run %d killed %v after start", i, after)
 		}
 		d := startDaemon(t, "final daemon", childOptions{DataDir: dir})
+		// The killed runs may have reported everything already (a finished
+		// upload brings the report at once): the stop below must still
+		// find a daemon that handles SIGTERM.
+		d.waitLog("boincd started", 30*time.Second)
 		waitAllReported(t, d, p, 4, 120*time.Second)
 		waitNoLeftovers(t, dir, 15*time.Second, p)
 		d.stop()
@@ -383,6 +393,7 @@ func TestDetachReportsFirst(t *testing.T) {
 			p := startProject(t, testproject.Config{TotalJobs: 2, Job: testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 1000}})
 			writeConfig(t, dir, configSpec{projects: []*project{p}})
 			// Finished results wait (1 h) and no work fetch carries them.
+			holdReports(t, dir)
 			d := startDaemon(t, "daemon", childOptions{DataDir: dir, MaxReportDelay: time.Hour, FetchBackoffMin: time.Hour})
 			ready := map[string]bool{}
 			d.waitFor("both results ready to report", 90*time.Second, func(l logLine) bool {

@@ -41,9 +41,10 @@ type childOptions struct {
 	// MaxReportDelay defaults to 1 s: finished results are reported at
 	// once unless a test wants them to wait.
 	MaxReportDelay time.Duration `json:"max_report_delay"`
-	// FetchBackoffMin defaults to 1 s. A test that wants finished results
-	// to sit unreported sets it long, so that no work-fetch RPC (which
-	// carries every ready result) follows the first "no work" reply.
+	// FetchBackoffMin defaults to 1 s. A finished job's upload clears the
+	// backoff of its resource (WORK_FETCH::clear_backoffs), and the work
+	// request that follows carries every ready result: a test that wants
+	// finished results to sit unreported uses holdReports as well.
 	FetchBackoffMin time.Duration `json:"fetch_backoff_min"`
 	Seed            uint64        `json:"seed"`
 	// GUIRPCAddr is passed to daemon.Options.GUIRPCAddr; tests that talk
@@ -399,7 +400,7 @@ func (p *daemonProc) waitLog(sub string, timeout time.Duration, kv ...string) lo
 func (p *daemonProc) signal(sig os.Signal) {
 	p.t.Helper()
 	if err := p.cmd.Process.Signal(sig); err != nil {
-		p.t.Fatalf("%s: signal %v: %v", p.name, sig, err)
+		p.t.Fatalf("%s: signal %v: %v; its last output:\n%s", p.name, sig, err, p.tail(60))
 	}
 }
 
@@ -548,6 +549,17 @@ type configSpec struct {
 }
 
 const accountKey = "e2e-account-key"
+
+// holdReports keeps finished results unreported (with MaxReportDelay
+// long): cc_config.xml's fetch_minimal_work, so that after its first work
+// request a daemon asks for no more work, and no work request carries
+// the results (CLIENT_STATE::scheduler_rpc_poll: fetch_minimal_work &&
+// had_or_requested_work). A daemon started again on dir asks once more,
+// and so reports them.
+func holdReports(t *testing.T, dir string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "cc_config.xml"), ccConfigXML("<fetch_minimal_work>1</fetch_minimal_work>\n"))
+}
 
 func (c configSpec) toml() string {
 	var b strings.Builder

@@ -337,10 +337,13 @@ type task struct {
 	projDir string
 	// api: the app version has an api_version, so the app links the
 	// BOINC API and reads its control channel.
-	api     bool
-	cmd     *exec.Cmd
-	pid     int
-	outputs []outputSpec
+	api bool
+	// shmFault: reading the app's status failed (the segment was
+	// truncated), and the log said so.
+	shmFault bool
+	cmd      *exec.Cmd
+	pid      int
+	outputs  []outputSpec
 	// links maps slot entry names to the soft-link text written there, to
 	// recognise an output a plain program overwrote in place.
 	links    map[string]string
@@ -751,8 +754,11 @@ func (r *Runner) pollTask(t *task, now time.Time, u usage) {
 			}
 		}
 		msg, ok, err := t.shm.Receive(boincapi.AppStatus)
-		if err != nil {
+		if err != nil && !t.shmFault {
+			// Said once: an app that truncated its segment would
+			// otherwise fill the log a line a poll.
 			r.log.Warn("app status", "result", t.name, "err", err)
+			t.shmFault = true
 		}
 		if ok {
 			if !t.talks() {
