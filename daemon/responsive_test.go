@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 	"time"
@@ -138,5 +139,46 @@ func TestFinishedJobClearsFetchBackoff(t *testing.T) {
 			}
 			t.Logf("%d jobs reported %.1f s after start; %d RPCs", c.jobs, time.Since(start).Seconds(), srv.Stats().RPCs)
 		})
+	}
+}
+
+// A job whose upload ends while a request is on the wire clears its
+// resource's backoff before the reply sets one for "no work": the job must
+// still be reported at once, not after the backoff or near its deadline
+// (a week). The C++ client loses this race (update_results clears the
+// backoff, the later WORK_FETCH::handle_reply sets it): against the real
+// server it held its last result for minutes. Here the server holds its
+// "no work" reply until the second job's output has arrived.
+func TestJobFinishedDuringRPCIsReported(t *testing.T) {
+	t.Parallel()
+	var srv *testproject.Server
+	srv = testsupport.StartProject(t, testproject.Config{
+		MaxJobsPerRPC: 2,
+		TotalJobs:     2,
+		RequestDelay:  time.Second,
+		// job 1 runs 1 s, job 2 runs 2 s
+		Job: testproject.JobTemplate{CommandLine: "--seconds {n}", FpopsEst: 2e9, Deadline: 7 * 24 * time.Hour},
+		Faults: testproject.Faults{RewriteReply: func(rpc int, reply []byte) []byte {
+			if rpc == 1 || !bytes.Contains(reply, []byte("No tasks sent")) {
+				return reply
+			}
+			// Hold a no-work reply until both outputs are uploaded.
+			deadline := time.Now().Add(20 * time.Second)
+			for len(srv.Stats().Uploaded) < 2 && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+			return reply
+		}},
+	})
+	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
+		o.PollInterval = 200 * time.Millisecond
+		o.WorkFetchInterval = 60 * time.Second
+		o.RPCBackoffMin = 60 * time.Second
+		o.FetchBackoffMin = 600 * time.Second
+		o.MaxReportDelay = time.Hour
+	})
+	waitAllReported(t, srv, 2, 45*time.Second)
+	if len(h.logs.Find("a job finished; fetch backoff cleared")) == 0 {
+		t.Error("no \"a job finished; fetch backoff cleared\" in the log")
 	}
 }

@@ -163,6 +163,25 @@ func (d *Daemon) activelyUploading(p *boinc.Project, now time.Time) bool {
 	return false
 }
 
+// clearBackoffForJobsFinishedDuringRPC: a job whose upload ended while a
+// request was on the wire cleared its resource's backoff (clearJobBackoff)
+// before the reply set a new one for "no work", and would then wait for
+// that backoff or its report deadline (days) to be reported. The C++
+// client has this race (update_results clears, the later handle_reply
+// backs off): against the real server it left its last result unreported
+// for minutes. Here the job's finish counts as after the reply.
+func (d *Daemon) clearBackoffForJobsFinishedDuringRPC(p *boinc.Project, reported []string) {
+	sent := make(map[string]bool, len(reported))
+	for _, k := range reported {
+		sent[k] = true
+	}
+	for key, r := range d.st.results {
+		if r.ProjectURL == p.MasterURL && r.Phase == boinc.PhaseUploaded && !sent[key] {
+			d.clearJobBackoff(r)
+		}
+	}
+}
+
 // resultsDue is CLIENT_STATE::find_project_with_overdue_results for one
 // project: a finished result is reported at once when the project gets no
 // new tasks (or is being detached), when the result, the project or its
@@ -498,6 +517,7 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	d.recordCredit(p, rep, now)
 	newResults, got := d.applyWork(p, rep, now)
 	d.handleWorkReply(p, ev.req, got, ev.reason, now)
+	d.clearBackoffForJobsFinishedDuringRPC(p, ev.reported)
 
 	acked := map[string]bool{}
 	for _, name := range rep.ResultAcks {
