@@ -87,11 +87,28 @@ func plainFeatureCases() []featureCase {
 	}
 }
 
-// enableFeatureCases turns on what the feature cases need in config.xml:
-// assigned jobs.
+// gzipTemplate is the input template of the gzip case: the stock one
+// with <gzip/> in its file_info, which makes create_work offer the staged
+// .gz as <gzipped_url> (process_input_template.cpp).
+const gzipTemplate = "rsapp_in_gz"
+
+// enableFeatureCases turns on what the feature cases need: assigned jobs
+// in config.xml, and the gzip case's input template.
 func (s *server) enableFeatureCases(t *testing.T) {
 	t.Helper()
 	s.editProjectFile(t, "config.xml", "<config>", "<config>\n    <enable_assignment>1</enable_assignment>")
+	tmpl := filepath.Join(s.root, "projects", project, "templates")
+	b, err := os.ReadFile(filepath.Join(tmpl, "rsapp_in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := bytes.Replace(b, []byte("<file_info>"), []byte("<file_info>\n    <gzip/>"), 1)
+	if bytes.Equal(gz, b) {
+		t.Fatalf("templates/rsapp_in has no <file_info>")
+	}
+	if err := os.WriteFile(filepath.Join(tmpl, gzipTemplate), gz, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // editProjectFile replaces old with new in a file of the project, once;
@@ -132,9 +149,9 @@ func (s *server) targetedJobs(t *testing.T, r *caseRun, gz bool) []string {
 	var names []string
 	var script strings.Builder
 	script.WriteString("set -e\nsource \"$1\"\n")
-	stage := "--copy"
+	stage, tmpl := "--copy", ""
 	if gz {
-		stage = "--gzip --copy"
+		stage, tmpl = "--gzip --copy", "--wu_template templates/"+gzipTemplate
 	}
 	for i := 1; i <= featureJobs; i++ {
 		name := fmt.Sprintf("rsapp_in_%s_%s_%d", strings.ReplaceAll(r.label, "/", "_"), stamp, i)
@@ -144,8 +161,8 @@ func (s *server) targetedJobs(t *testing.T, r *caseRun, gz bool) []string {
 		}
 		names = append(names, name)
 		fmt.Fprintf(&script, "as_srv bin/stage_file %s %q >/dev/null\n", stage, filepath.Join(tmp, name))
-		fmt.Fprintf(&script, "as_srv bin/create_work --appname rsapp --wu_name %q --target_user %d %q >/dev/null\n",
-			strings.Replace(name, "_in_", "_wu_", 1), r.userID, name)
+		fmt.Fprintf(&script, "as_srv bin/create_work --appname rsapp %s --wu_name %q --target_user %d %q >/dev/null\n",
+			tmpl, strings.Replace(name, "_in_", "_wu_", 1), r.userID, name)
 	}
 	ctx, cancel := s.ctx(2 * time.Minute)
 	defer cancel()

@@ -475,6 +475,16 @@ func (s *server) configureAsRealProjects(t *testing.T) {
 	t.Logf("project configured as real projects are: max_wus_in_progress %d (per CPU), delay_bound %d s", maxWUsInProgress, delayBound)
 }
 
+// heldReports counts the client's finished tasks that were never reported
+// (boinccmd --get_tasks, saved as rs_tasks.txt at the end of the run).
+func heldReports(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "rs_tasks.txt"))
+	if err != nil {
+		return 0
+	}
+	return bytes.Count(b, []byte("ready to report: yes"))
+}
+
 // checkLimitMet counts the scheduler requests of the client's account
 // that met configureAsRealProjects's cap (rs_scheduler_log.txt): a run
 // that never met it shows nothing about it.
@@ -873,6 +883,7 @@ func table(runs []timings, notes []string) string {
 		f    func(timings) string
 	}{
 		{"replies capped", func(r timings) string { return r.get("limit_met") }},
+		{"reports held at end", func(r timings) string { return r.get("held") }},
 		{"client errors", func(r timings) string { return strconv.Itoa(r.errors) }},
 		{"credit", func(r timings) string { return strconv.FormatFloat(r.credit, 'f', 3, 64) }},
 		{"result", func(r timings) string {
