@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -54,6 +56,7 @@ type caseRun struct {
 	userID int
 	inputs []string
 	// what the run measured: seconds from the client's start
+	firstSent string // the first job sent to it
 	validated string // all jobs validated ("-" if not)
 	cell      string // the case's own evidence
 	passed    bool
@@ -74,6 +77,16 @@ func plainFeatureCases() []featureCase {
 				return s.targetedJobs(t, r, true)
 			},
 			check: checkGzip,
+		},
+		{
+			name:    "busy",
+			about:   fmt.Sprintf("the scheduler answers the account's first request after %d s (a busy project): requests that failed", busySeconds),
+			prepare: nil,
+			jobs: func(t *testing.T, s *server, r *caseRun) []string {
+				s.makeBusyFor(t, r.auth)
+				return s.targetedJobs(t, r, false)
+			},
+			check: checkBusy,
 		},
 		{
 			name:  "anonymous",
@@ -172,6 +185,154 @@ func (s *server) targetedJobs(t *testing.T, r *caseRun, gz bool) []string {
 		t.Fatalf("creating %s's jobs: exit %d, %v\n%s", r.label, rc, err, tail(logPath, 20))
 	}
 	return names
+}
+
+// busySeconds is how long the scheduler thinks over the first request of
+// a busy-case account: more than the 60 s boincd once allowed a whole
+// scheduler exchange, well under the C++ client's 300 s low-speed window.
+const busySeconds = 65
+
+// busyCGI stands in front of the scheduler CGI (cgi, renamed cgi.real):
+// for an account listed in busy/auths it sleeps before the first request
+// is handled, as a busy project's scheduler (or Apache's queue in front
+// of it) does; everything else passes straight through.
+const busyCGI = `#!/bin/sh
+# boincd real-server suite: a scheduler that thinks before it answers
+here=$(cd "$(dirname "$0")" && pwd)
+busy="$here/../busy"
+body=$(mktemp "$busy/request.XXXXXX") || exit 1
+cat >"$body"
+while read -r auth; do
+  [ -n "$auth" ] || continue
+  if grep -qF "<authenticator>$auth</authenticator>" "$body" && [ ! -e "$busy/done_$auth" ]; then
+    : >"$busy/done_$auth"
+    sleep %d
+  fi
+done <"$busy/auths"
+"$here/cgi.real" <"$body"
+rc=$?
+rm -f "$body"
+exit $rc
+`
+
+// makeBusyFor puts the busy CGI in front of the scheduler (once) and
+// lists auth as an account it keeps waiting.
+func (s *server) makeBusyFor(t *testing.T, auth string) {
+	t.Helper()
+	s.busyOnce.Do(func() {
+		proj := filepath.Join(s.root, "projects", project)
+		cgi := filepath.Join(proj, "cgi-bin", "cgi")
+		srv, err := user.Lookup("boincsrv")
+		if err != nil {
+			s.busyErr = err
+			return
+		}
+		uid, _ := strconv.Atoi(srv.Uid)
+		gid, _ := strconv.Atoi(srv.Gid)
+		busy := filepath.Join(proj, "busy")
+		if err := os.Mkdir(busy, 0o755); err != nil {
+			s.busyErr = err
+			return
+		}
+		if err := os.WriteFile(filepath.Join(busy, "auths"), nil, 0o644); err != nil {
+			s.busyErr = err
+			return
+		}
+		if err := os.Lchown(busy, uid, gid); err != nil {
+			s.busyErr = err
+			return
+		}
+		if err := os.Rename(cgi, cgi+".real"); err != nil {
+			s.busyErr = err
+			return
+		}
+		if err := os.WriteFile(cgi, fmt.Appendf(nil, busyCGI, busySeconds), 0o755); err != nil {
+			s.busyErr = err
+			return
+		}
+		if err := os.Lchown(cgi, uid, gid); err != nil {
+			s.busyErr = err
+			return
+		}
+		// Apache's own Timeout (60 s unless set) would end the silent
+		// CGI first; busy projects raise it, as this one now does.
+		s.busyErr = s.apacheTimeout(300)
+	})
+	if s.busyErr != nil {
+		t.Fatalf("putting the busy scheduler in front of the CGI: %v", s.busyErr)
+	}
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	f, err := os.OpenFile(filepath.Join(s.root, "projects", project, "busy", "auths"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintln(f, auth); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// apacheTimeout sets Apache's Timeout (how long a CGI may stay silent) in
+// the instance's httpd.conf and restarts it gracefully (SIGUSR1): it goes
+// on listening, and requests in progress finish.
+func (s *server) apacheTimeout(secs int) error {
+	conf := filepath.Join(s.root, "apache", "httpd.conf")
+	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(f, "Timeout %d\n", secs)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(s.root, "apache", "httpd.pid"))
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("apache pid file: %q", b)
+	}
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("graceful restart of Apache (pid %d): %w", pid, err)
+	}
+	// The restarted children answer the master page again.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if resp, err := http.Get(s.masterURL()); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Apache did not answer within 20 s of its graceful restart")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkBusy: the first request waited out the busy scheduler (the first
+// job came after busySeconds) and no scheduler request failed.
+func checkBusy(t *testing.T, s *server, r *caseRun) string {
+	b, err := os.ReadFile(filepath.Join(r.dir, "rs_messages.txt"))
+	if err != nil {
+		t.Error(err)
+		return "?"
+	}
+	failed := bytes.Count(b, []byte("Scheduler request failed"))
+	if failed > 0 {
+		t.Errorf("%s: %d scheduler requests failed; the busy scheduler's first answer should have been waited for", r.label, failed)
+	}
+	first, _ := strconv.ParseFloat(r.firstSent, 64)
+	if first < busySeconds {
+		t.Errorf("%s: first job %s s after the start, before the busy scheduler answered (%d s): the case shows nothing", r.label, r.firstSent, busySeconds)
+	}
+	return fmt.Sprintf("failed %d, first job at %s s", failed, r.firstSent)
 }
 
 // projectDirName is the client's directory for the project
@@ -383,6 +544,9 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 		v, err := s.sqlInts(q)
 		if err != nil || len(v) != 3 {
 			t.Fatalf("%s: polling the DB: %v", r.label, err)
+		}
+		if v[0] > 0 && r.firstSent == "" {
+			r.firstSent = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
 		}
 		cur := fmt.Sprintf("sent=%.0f valid=%.0f errors=%.0f", v[0], v[1], v[2])
 		if cur != last {

@@ -263,6 +263,10 @@ type server struct {
 
 	teardownOnce sync.Once
 	strays       []string // what teardown found still running under root
+	// the busy case's CGI stand-in (cases_test.go), installed once
+	busyOnce sync.Once
+	busyErr  error
+	busyMu   sync.Mutex
 }
 
 func (s *server) masterURL() string {

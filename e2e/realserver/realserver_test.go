@@ -163,7 +163,7 @@ func TestRealServer(t *testing.T) {
 			notes = append(notes, fmt.Sprintf("features: skipped, %v left of the suite's budget", left.Round(time.Second)))
 			t.Skipf("only %v left of the suite's %v budget; the feature cases need about 150 s", left.Round(time.Second), suiteBudget)
 		}
-		features = s.runFeatures(t, guiPorts[5:], min(120*time.Second, s.remaining()-60*time.Second))
+		features = s.runFeatures(t, guiPorts[5:], min(180*time.Second, s.remaining()-60*time.Second))
 	})
 
 	notes = append(notes, fmt.Sprintf("suite: %.0f s before teardown; RS_ROOT %s", time.Since(start).Seconds(), root))
