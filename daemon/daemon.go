@@ -181,12 +181,15 @@ type Daemon struct {
 	queries    chan ownerCall
 	reloadCh   chan struct{}
 
-	ctx    context.Context // run context: cancels transfers and RPCs
-	wg     sync.WaitGroup  // goroutines started by the loop
-	rpc    *rpcInFlight
-	xfers  map[string]*xferInFlight // file key
-	active map[string]*activeTask   // result key
-	acct   accountState             // the Add Project wizard's web RPCs and attach status
+	ctx context.Context // run context: cancels transfers and RPCs
+	wg  sync.WaitGroup  // goroutines started by the loop
+	// trickleURLs are each project's trickle handlers, from its last
+	// reply (setTrickleUpURLs).
+	trickleURLs map[string][]string
+	rpc         *rpcInFlight
+	xfers       map[string]*xferInFlight // file key
+	active      map[string]*activeTask   // result key
+	acct        accountState             // the Add Project wizard's web RPCs and attach status
 
 	nextFetchCheck time.Time
 	// lastFetchCheck is when work fetch was last considered: a backoff

@@ -300,6 +300,7 @@ func (d *Daemon) startSchedulerRPC(p *boinc.Project, reason boinc.RPCReason, wor
 	req, reported := d.buildRequest(p, work, now)
 	trickles, moreTrickles := d.readTrickleFiles(p)
 	req.MsgsFromHost = trickles
+	d.replicateTrickles(p, req.Platform, trickles)
 	var buf bytes.Buffer
 	if _, err := req.WriteTo(&buf); err != nil {
 		log.Error("cannot build scheduler request", slog.Any("err", err))
@@ -513,6 +514,10 @@ func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
 	}
 	p.TrickleUpPending = ev.moreTrickles
 	d.handleTrickleDowns(p, rep)
+	for _, why := range rep.RefusedTrickleUpURLs {
+		log.Warn("trickle handler URL ignored", slog.String("why", why))
+	}
+	d.setTrickleUpURLs(p, rep.TrickleUpURLs)
 	d.applyProjectInfo(p, rep)
 	d.recordCredit(p, rep, now)
 	newResults, got := d.applyWork(p, rep, now)

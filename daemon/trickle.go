@@ -363,3 +363,47 @@ func (d *Daemon) intermediateUploaded(f *boinc.FileInfo) bool {
 	}
 	return true
 }
+
+// setTrickleUpURLs keeps the trickle handlers a reply named
+// (update_trickle_up_urls): every reply says the whole list, and one
+// without <trickle_up_urls> has none. Kept in memory only, as in the C++
+// client: the next reply names them again.
+func (d *Daemon) setTrickleUpURLs(p *boinc.Project, urls []string) {
+	if slices.Equal(d.trickleURLs[p.MasterURL], urls) {
+		return
+	}
+	if len(urls) == 0 {
+		delete(d.trickleURLs, p.MasterURL)
+		return
+	}
+	if d.trickleURLs == nil {
+		d.trickleURLs = map[string][]string{}
+	}
+	d.trickleURLs[p.MasterURL] = slices.Clone(urls)
+	d.projectLog(p).Info("the project has trickle handlers; trickle-up messages also go to them", slog.Any("urls", urls))
+}
+
+// replicateTrickles posts each trickle-up going out with a request to
+// every trickle handler of the project as well (send_replicated_trickles),
+// without waiting: the scheduler request carries them anyway, so a
+// handler's failure is only logged, as the C++ client logs it.
+func (d *Daemon) replicateTrickles(p *boinc.Project, platform string, msgs []rpcclient.MsgFromHost) {
+	urls := d.trickleURLs[p.MasterURL]
+	if len(urls) == 0 || len(msgs) == 0 {
+		return
+	}
+	log := d.projectLog(p)
+	for _, m := range msgs {
+		body := rpcclient.TrickleUpRequest(p.Authenticator, p.HostID, p.RPCSeqno, platform, m)
+		for _, u := range urls {
+			log.Debug("sending replicated trickle", slog.String(logflags.CategoryAttr, "trickle_debug"), slog.String("url", u), slog.String("result", m.ResultName))
+			d.wg.Add(1)
+			go func() {
+				defer d.wg.Done()
+				if err := d.http.PostTrickleUp(d.ctx, u, body); err != nil && d.ctx.Err() == nil {
+					log.Warn("trickle-up post failed", slog.String("url", u), slog.Any("err", err))
+				}
+			}()
+		}
+	}
+}

@@ -1,11 +1,16 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,5 +303,53 @@ func TestIntermediateUpload(t *testing.T) {
 	}
 	if len(st.Errors) > 0 {
 		t.Fatalf("server saw errors: %v", st.Errors)
+	}
+}
+
+// A project naming trickle handlers (<trickle_up_urls>) gets each
+// trickle-up posted to every one of them too, as a small scheduler
+// request of its own (send_replicated_trickles); the scheduler request
+// still carries it.
+func TestReplicatedTrickles(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var posts []string
+	handler := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		mu.Lock()
+		posts = append(posts, string(b))
+		mu.Unlock()
+		_, _ = io.WriteString(w, "<scheduler_reply>\n</scheduler_reply>\n")
+	}))
+	t.Cleanup(handler.Close)
+	urls := "<trickle_up_urls>\n<url>" + handler.URL + "/trickle</url>\n<url>javascript:alert(1)</url>\n</trickle_up_urls>\n"
+	var srv *testproject.Server
+	srv = testsupport.StartProject(t, testproject.Config{
+		Apps:      demoApp(t),
+		Job:       testproject.JobTemplate{CommandLine: "--seconds 3 --trickle-up <progress>{n}</progress>"},
+		TotalJobs: 1,
+		Faults: testproject.Faults{RewriteReply: func(_ int, reply []byte) []byte {
+			return bytes.Replace(reply, []byte("</scheduler_reply>"), []byte(urls+"</scheduler_reply>"), 1)
+		}},
+	})
+	h := startDaemon(t, srv)
+	testsupport.WaitFor(t, 60*time.Second, "the server to get the trickle-up", func() bool { return len(srv.Stats().MsgsFromHost) > 0 })
+	testsupport.WaitFor(t, 10*time.Second, "the handler to get it too", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(posts) > 0
+	})
+	mu.Lock()
+	got := posts[0]
+	mu.Unlock()
+	name := srv.Stats().MsgsFromHost[0].ResultName
+	for _, want := range []string{"<authenticator>test-account-key</authenticator>", "<core_client_release>99</core_client_release>",
+		"<result_name>" + name + "</result_name>", "<progress>1</progress>", "</msg_from_host>\n</scheduler_request>"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("replicated trickle lacks %q:\n%s", want, got)
+		}
+	}
+	if len(h.logs.Find("trickle handler URL ignored")) == 0 {
+		t.Error("the javascript: handler URL was not named as ignored")
 	}
 }

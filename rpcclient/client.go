@@ -752,4 +752,14 @@ func (c *Client) SchedulerRPC(ctx context.Context, schedulerURL string, body []b
 	return reply, raw, nil
 }
 
+// PostTrickleUp posts a replicated trickle-up (TrickleUpRequest) to one of
+// a project's trickle handlers (TRICKLE_UP_OP::do_rpc), within the RPC
+// bound; the reply is read and dropped, as the C++ client drops it.
+func (c *Client) PostTrickleUp(ctx context.Context, handlerURL string, body []byte) error {
+	if _, err := c.fetch(ctx, http.MethodPost, handlerURL, body); err != nil {
+		return fmt.Errorf("replicated trickle-up: %w", err)
+	}
+	return nil
+}
+
 func itoa64(n int64) string { return strconv.FormatInt(n, 10) }

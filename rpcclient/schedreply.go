@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,14 @@ type SchedulerReply struct {
 	// the reply has <gui_urls> (HasGUIURLs).
 	GUIURLs    []boinc.GUIURL
 	HasGUIURLs bool
+
+	// TrickleUpURLs are the project's trickle handlers (<trickle_up_urls>):
+	// each trickle-up is also posted to every one of them
+	// (send_replicated_trickles). A reply without the element has none.
+	// RefusedTrickleUpURLs say which were left out (not http or https,
+	// too many), one line each; the rest of the reply applies.
+	TrickleUpURLs        []string
+	RefusedTrickleUpURLs []string
 
 	ProjectIsDown    bool
 	Ended            bool
@@ -574,6 +583,8 @@ func (p *rparser) replyElem(r *SchedulerReply, n *counters, t xml.StartElement) 
 		if body, err = p.opaqueText(t); err == nil {
 			r.addTrickleDown(body)
 		}
+	case "trickle_up_urls":
+		r.TrickleUpURLs, r.RefusedTrickleUpURLs, err = p.trickleUpURLs(t)
 	case "project_is_down":
 		r.ProjectIsDown, err = p.bool(t)
 	case "ended":
@@ -720,6 +731,38 @@ func (p *rparser) app(t xml.StartElement, idx int) (boinc.App, error) {
 		return a, itemErr("app", idx, a.Name, err)
 	}
 	return a, nil
+}
+
+// maxTrickleUpURLs bounds <trickle_up_urls>: every trickle-up is posted
+// to each, so a long list would make each one a flood.
+const maxTrickleUpURLs = 8
+
+// trickleUpURLs reads <trickle_up_urls> (parse_trickle_up_urls): <url>
+// elements, duplicates dropped; a URL that is not http or https, or one
+// past maxTrickleUpURLs, is left out and named in refused.
+func (p *rparser) trickleUpURLs(t xml.StartElement) (urls, refused []string, err error) {
+	err = p.children(t.Name, func(c xml.StartElement) error {
+		if c.Name.Local != "url" {
+			return p.skip(c.Name)
+		}
+		s, err := p.trimmed(c)
+		if err != nil || s == "" || slices.Contains(urls, s) {
+			return err
+		}
+		switch cerr := checkTransferURL("trickle_up_urls url", s); {
+		case cerr != nil:
+			refused = append(refused, cerr.Error())
+		case len(urls) == maxTrickleUpURLs:
+			refused = append(refused, fmt.Sprintf("trickle_up_urls url %q: more than %d URLs", s, maxTrickleUpURLs))
+		default:
+			urls = append(urls, s)
+		}
+		return nil
+	})
+	if len(refused) > MaxReplyMessages {
+		refused = refused[:MaxReplyMessages]
+	}
+	return urls, refused, err
 }
 
 func (p *rparser) fileInfo(t xml.StartElement, idx int) (boinc.FileInfo, error) {

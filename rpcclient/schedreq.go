@@ -2,6 +2,7 @@ package rpcclient
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -226,6 +227,31 @@ func writeMsgFromHost(x *xw, m *MsgFromHost) {
 	x.elemI("      <time>", m.Time, "</time>\n")
 	x.raw(m.Body)
 	x.raw("\n  </msg_from_host>\n")
+}
+
+// TrickleUpRequest is the message a replicated trickle-up posts to each
+// of the project's <trickle_up_urls> (cs_trickle.cpp
+// trickle_up_request_message): a scheduler request holding only the
+// account, the host and the one message. As there, the release is 99.
+func TrickleUpRequest(authenticator string, hostID, rpcSeqno int64, platform string, m MsgFromHost) []byte {
+	var b bytes.Buffer
+	x := &xw{w: bufio.NewWriter(&b)}
+	x.raw("<scheduler_request>\n")
+	x.elemS("    <authenticator>", authenticator, "</authenticator>\n")
+	x.elemI("    <hostid>", hostID, "</hostid>\n")
+	x.elemI("    <rpc_seqno>", rpcSeqno, "</rpc_seqno>\n")
+	x.elemI("    <core_client_major_version>", boinc.ClientMajor, "</core_client_major_version>\n")
+	x.elemI("    <core_client_minor_version>", boinc.ClientMinor, "</core_client_minor_version>\n")
+	x.raw("    <core_client_release>99</core_client_release>\n")
+	x.elemS("    <platform_name>", platform, "</platform_name>\n")
+	x.raw("    <msg_from_host>\n")
+	x.elemS("        <result_name>", m.ResultName, "</result_name>\n")
+	x.elemI("        <time>", m.Time, "</time>\n")
+	x.raw(m.Body)
+	x.raw("\n    </msg_from_host>\n")
+	x.raw("</scheduler_request>\n")
+	_ = x.w.Flush()
+	return b.Bytes()
 }
 
 // writePrefs writes the prefs in force as lib/prefs.cpp GLOBAL_PREFS::write

@@ -3,6 +3,7 @@ package rpcclient
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -117,4 +118,26 @@ func TestParseTrickleDown(t *testing.T) {
 			t.Fatalf("kept %d, refused %q", len(r.TrickleDowns), r.RefusedTrickleDowns)
 		}
 	})
+}
+
+func TestTrickleUpURLs(t *testing.T) {
+	reply := "<scheduler_reply>\n<trickle_up_urls>\n<url>https://a.example/t</url>\n<url>https://a.example/t</url>\n" +
+		"<url>file:///etc/passwd</url>\n<url> http://b.example/t </url>\n<other/>\n</trickle_up_urls>\n</scheduler_reply>\n"
+	r, err := ParseSchedulerReply([]byte(reply))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"https://a.example/t", "http://b.example/t"}; !slices.Equal(r.TrickleUpURLs, want) {
+		t.Errorf("TrickleUpURLs %q, want %q", r.TrickleUpURLs, want)
+	}
+	if len(r.RefusedTrickleUpURLs) != 1 || !strings.Contains(r.RefusedTrickleUpURLs[0], "file:") {
+		t.Errorf("refused %q, want the file: URL", r.RefusedTrickleUpURLs)
+	}
+	body := string(TrickleUpRequest("k<ey", 7, 3, "x86_64-pc-linux-gnu", MsgFromHost{ResultName: "r_1", Time: 42, Body: "<variety>v</variety>\ntext"}))
+	for _, want := range []string{"<authenticator>k&lt;ey</authenticator>", "<hostid>7</hostid>", "<rpc_seqno>3</rpc_seqno>",
+		"<core_client_release>99</core_client_release>", "<result_name>r_1</result_name>", "<time>42</time>\n<variety>v</variety>\ntext\n    </msg_from_host>"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("trickle request lacks %q:\n%s", want, body)
+		}
+	}
 }
