@@ -323,8 +323,7 @@ func TestReplicatedTrickles(t *testing.T) {
 	}))
 	t.Cleanup(handler.Close)
 	urls := "<trickle_up_urls>\n<url>" + handler.URL + "/trickle</url>\n<url>javascript:alert(1)</url>\n</trickle_up_urls>\n"
-	var srv *testproject.Server
-	srv = testsupport.StartProject(t, testproject.Config{
+	srv := testsupport.StartProject(t, testproject.Config{
 		Apps:      demoApp(t),
 		Job:       testproject.JobTemplate{CommandLine: "--seconds 3 --trickle-up <progress>{n}</progress>"},
 		TotalJobs: 1,
