@@ -183,6 +183,10 @@ func stopped(block string) (isStopped, ok bool) {
 // runsAsShown says whether the task's process state agrees with its
 // active_task_state: a SUSPENDED task's process is stopped, an EXECUTING
 // one's is not. Without /proc it trusts boinccmd.
+//
+// A stop or continue shows in /proc only once the process next runs: at
+// nice 19 beside a loaded machine's other tests that may take many
+// seconds, which is why the waits on it (stateWait) are long bounds.
 func runsAsShown(block string) bool {
 	st, ok := stopped(block)
 	if !ok {
@@ -196,6 +200,10 @@ func runsAsShown(block string) bool {
 	}
 	return true
 }
+
+// stateWait bounds the waits for a task state to show both in boinccmd
+// and in /proc (runsAsShown).
+const stateWait = 60 * time.Second
 
 // cpuStatus is the "CPU status" section of --get_cc_status.
 func cpuStatus(out string) string {
@@ -360,7 +368,7 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 		} else if n, _ := strconv.Atoi(m[1]); n < 50 || n > 60 {
 			t.Errorf("--get_cc_status: perm becomes current in %d sec, want about 60", n)
 		}
-		c.until("running tasks suspended", 15*time.Second, func(out string) bool {
+		c.until("running tasks suspended", stateWait, func(out string) bool {
 			blocks := taskBlocks(out)
 			for _, n := range running {
 				b := blocks[n]
@@ -378,7 +386,7 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 				t.Errorf("--get_cc_status after --set_run_mode auto 0 lacks %q:\n%s", w, cpu)
 			}
 		}
-		c.until("the tasks executing again", 15*time.Second, func(out string) bool {
+		c.until("the tasks executing again", stateWait, func(out string) bool {
 			blocks := taskBlocks(out)
 			for _, n := range running {
 				if !runsAsShown(blocks[n]) {
@@ -394,7 +402,7 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 		if out := c.run("--get_project_status"); !strings.Contains(out, "suspended via GUI: yes") {
 			t.Errorf("--get_project_status after --project suspend:\n%s", out)
 		}
-		c.until("no task executing", 15*time.Second, func(out string) bool {
+		c.until("no task executing", stateWait, func(out string) bool {
 			blocks := taskBlocks(out)
 			for _, b := range blocks {
 				if !runsAsShown(b) {
@@ -407,7 +415,7 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 		if out := c.run("--get_project_status"); !strings.Contains(out, "suspended via GUI: no") {
 			t.Errorf("--get_project_status after --project resume:\n%s", out)
 		}
-		c.until(fmt.Sprintf("%d tasks executing", want), 15*time.Second, func(out string) bool {
+		c.until(fmt.Sprintf("%d tasks executing", want), stateWait, func(out string) bool {
 			return len(executing(taskBlocks(out))) == want
 		}, "--get_tasks")
 	})
@@ -438,12 +446,12 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 
 	t.Run("task suspend/resume", func(t *testing.T) {
 		c.run("--task", url, victim, "suspend")
-		c.until(victim+" suspended via GUI and not executing", 15*time.Second, func(out string) bool {
+		c.until(victim+" suspended via GUI and not executing", stateWait, func(out string) bool {
 			b := taskBlocks(out)[victim]
 			return field(b, "suspended via GUI") == "yes" && field(b, "active_task_state") != "EXECUTING" && runsAsShown(b)
 		}, "--get_tasks")
 		c.run("--task", url, victim, "resume")
-		c.until(victim+" no longer suspended via GUI, all CPUs busy", 15*time.Second, func(out string) bool {
+		c.until(victim+" no longer suspended via GUI, all CPUs busy", stateWait, func(out string) bool {
 			blocks := taskBlocks(out)
 			b, ok := blocks[victim]
 			return ok && !strings.Contains(b, "suspended via GUI") && len(executing(blocks)) == want && runsAsShown(b)
@@ -473,7 +481,7 @@ func TestBoinccmdInspectAndControl(t *testing.T) {
 		}
 		// The other tasks carry on.
 		left := min(runtime.NumCPU(), 2)
-		c.until(fmt.Sprintf("%d other tasks executing", left), 15*time.Second, func(out string) bool {
+		c.until(fmt.Sprintf("%d other tasks executing", left), stateWait, func(out string) bool {
 			ex := executing(taskBlocks(out))
 			return len(ex) == left && !slices.Contains(ex, victim)
 		}, "--get_tasks")

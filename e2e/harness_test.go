@@ -647,6 +647,16 @@ func refOutput(p *project, secs int) outputFunc {
 // uploaded and correct, and no protocol error.
 func checkReportedOnce(t *testing.T, p *project, want int, output outputFunc) {
 	t.Helper()
+	checkReportedOnceBut(t, p, want, output, nil)
+}
+
+// checkReportedOnceBut is checkReportedOnce allowing result name windows[name]
+// more reports and acks: the kills that came while the server had its
+// report and the client's state did not yet have the ack (the client
+// cannot know whether a request it died in reached the server, and must
+// report again, as the C++ client does).
+func checkReportedOnceBut(t *testing.T, p *project, want int, output outputFunc, windows map[string]int) {
+	t.Helper()
 	st := p.Stats()
 	if len(st.Sent) != want {
 		t.Errorf("server sent %d results, want %d: %v", len(st.Sent), want, st.Sent)
@@ -659,11 +669,11 @@ func checkReportedOnce(t *testing.T, p *project, want int, output outputFunc) {
 		acks[a]++
 	}
 	for _, name := range st.Sent {
-		if n := st.Reported[name]; n != 1 {
-			t.Errorf("result %s reported %d times, want exactly once", name, n)
+		if n := st.Reported[name]; n < 1 || n > 1+windows[name] {
+			t.Errorf("result %s reported %d times, want exactly once (plus %d for kills inside its report exchange)", name, n, windows[name])
 		}
-		if acks[name] != 1 {
-			t.Errorf("result %s acked %d times, want once", name, acks[name])
+		if a := acks[name]; a < 1 || a > 1+windows[name] {
+			t.Errorf("result %s acked %d times, want once (plus %d for kills inside its report exchange)", name, a, windows[name])
 		}
 		rr := st.ReportedResults[name]
 		if rr.ExitStatus != 0 {
