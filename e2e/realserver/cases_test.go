@@ -43,6 +43,18 @@ type featureCase struct {
 	// check says how the case went for one client (a table cell) and
 	// fails the test where it went wrong.
 	check func(t *testing.T, s *server, r *caseRun) string
+	// setup, when set, prepares the project for the case once, before
+	// any client runs (an app of its own).
+	setup func(t *testing.T, s *server)
+	// during, when set, runs beside the client from its attach until its
+	// jobs are done (ctx ends), for what shows only while the tasks run.
+	// It may call t.Errorf and t.Logf, not t.Fatal; check runs after it
+	// has returned.
+	during func(ctx context.Context, t *testing.T, s *server, r *caseRun)
+	// reported: a job is done once reported as a success (server_state
+	// OVER, outcome SUCCESS) rather than validated: no validator runs for
+	// the case's app.
+	reported bool
 }
 
 // caseRun is one client's run of a feature case.
@@ -57,9 +69,11 @@ type caseRun struct {
 	inputs []string
 	// what the run measured: seconds from the client's start
 	firstSent string // the first job sent to it
-	validated string // all jobs validated ("-" if not)
+	done      string // all jobs validated, or reported (featureCase.reported); "-" if not
 	cell      string // the case's own evidence
 	passed    bool
+	// watch is what the case's during saw, for its check.
+	watch any
 }
 
 // featureCases are the cases run side by side: those of the stock app
@@ -150,6 +164,21 @@ func (s *server) editProjectFile(t *testing.T, name, old, new string) {
 // compresses well, as real inputs often do.
 func (s *server) targetedJobs(t *testing.T, r *caseRun, gz bool) []string {
 	t.Helper()
+	stage, tmpl := "--copy", ""
+	if gz {
+		stage, tmpl = "--gzip --copy", "--wu_template templates/"+gzipTemplate
+	}
+	return s.assignedJobs(t, r, "rsapp", stage, tmpl, func(name string) string {
+		return fmt.Sprintf("%d\n%s", wuSeconds, strings.Repeat(fmt.Sprintf("line of the input of %s, the same again and again\n", name), 600))
+	})
+}
+
+// assignedJobs stages featureJobs inputs of app for r's account (input
+// name holding body(name); stage: stage_file's flags) and creates a
+// workunit for each (create_work's flags plus createFlags), assigned to
+// the account (create_work --target_user). It returns the input names.
+func (s *server) assignedJobs(t *testing.T, r *caseRun, app, stage, createFlags string, body func(name string) string) []string {
+	t.Helper()
 	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	tmp, err := os.MkdirTemp(s.root, "stage-")
 	if err != nil {
@@ -162,20 +191,15 @@ func (s *server) targetedJobs(t *testing.T, r *caseRun, gz bool) []string {
 	var names []string
 	var script strings.Builder
 	script.WriteString("set -e\nsource \"$1\"\n")
-	stage, tmpl := "--copy", ""
-	if gz {
-		stage, tmpl = "--gzip --copy", "--wu_template templates/"+gzipTemplate
-	}
 	for i := 1; i <= featureJobs; i++ {
-		name := fmt.Sprintf("rsapp_in_%s_%s_%d", strings.ReplaceAll(r.label, "/", "_"), stamp, i)
-		body := fmt.Sprintf("%d\n%s", wuSeconds, strings.Repeat(fmt.Sprintf("line of the input of %s, the same again and again\n", name), 600))
-		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body), 0o644); err != nil {
+		name := fmt.Sprintf("%s_in_%s_%s_%d", app, strings.ReplaceAll(r.label, "/", "_"), stamp, i)
+		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body(name)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		names = append(names, name)
 		fmt.Fprintf(&script, "as_srv bin/stage_file %s %q >/dev/null\n", stage, filepath.Join(tmp, name))
-		fmt.Fprintf(&script, "as_srv bin/create_work --appname rsapp %s --wu_name %q --target_user %d %q >/dev/null\n",
-			tmpl, strings.Replace(name, "_in_", "_wu_", 1), r.userID, name)
+		fmt.Fprintf(&script, "as_srv bin/create_work --appname %s %s --wu_name %q --target_user %d %q >/dev/null\n",
+			app, createFlags, strings.Replace(name, "_in_", "_wu_", 1), r.userID, name)
 	}
 	ctx, cancel := s.ctx(2 * time.Minute)
 	defer cancel()
@@ -487,38 +511,57 @@ func (s *server) runFeatures(t *testing.T, ports []int, timeout time.Duration) s
 	runs := map[string]*caseRun{}
 	i := 0
 	t0 := time.Now()
+	for _, c := range cases {
+		if c.setup != nil {
+			c.setup(t, s)
+		}
+	}
 	t.Run("all", func(t *testing.T) {
+		// Every run at once, each subtest started from its own goroutine:
+		// t.Parallel would let only -parallel (GOMAXPROCS, 2 on the CI
+		// machine) run at a time, and the block would take one round of
+		// jobs per pair of runs.
+		var wg sync.WaitGroup
 		for _, c := range cases {
 			for _, cl := range clients {
-				r := &caseRun{label: c.name + "/" + cl.name, client: cl.name, bin: cl.bin, port: ports[i], validated: "-", cell: "-"}
+				r := &caseRun{label: c.name + "/" + cl.name, client: cl.name, bin: cl.bin, port: ports[i], done: "-", cell: "-"}
 				i++
 				runs[r.label] = r
-				t.Run(r.label, func(t *testing.T) {
-					t.Parallel()
-					checkInterrupted(t)
-					s.runFeature(t, c, r, timeout)
-				})
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					t.Run(r.label, func(t *testing.T) {
+						checkInterrupted(t)
+						s.runFeature(t, c, r, timeout)
+					})
+				}()
 			}
 		}
+		wg.Wait()
 	})
 	var b strings.Builder
 	fmt.Fprintf(&b, "real-project features: %d jobs of %d s per client, both clients at once on their own accounts (%.0f s)\n",
 		featureJobs, wuSeconds, time.Since(t0).Seconds())
-	fmt.Fprintf(&b, "%-11s %-22s %-36s %-36s\n", "case", "all validated (s)", "cpp", "boincd")
+	fmt.Fprintf(&b, "%-14s %-22s %-46s %-46s\n", "case", "all done (s)", "cpp", "boincd")
 	for _, c := range cases {
 		cpp, bd := runs[c.name+"/cpp"], runs[c.name+"/boincd"]
-		fmt.Fprintf(&b, "%-11s %-22s %-36s %-36s\n", c.name, cpp.validated+" / "+bd.validated, cpp.cell, bd.cell)
+		fmt.Fprintf(&b, "%-14s %-22s %-46s %-46s\n", c.name, cpp.done+" / "+bd.done, cpp.cell, bd.cell)
 	}
 	for _, c := range cases {
-		fmt.Fprintf(&b, "  %s: %s\n", c.name, c.about)
+		done := "validated"
+		if c.reported {
+			done = "reported as successes (no validator for its app)"
+		}
+		fmt.Fprintf(&b, "  %s: %s; done: all jobs %s\n", c.name, c.about, done)
 	}
 	return b.String()
 }
 
 // runFeature is one client's run of one case: a fresh account, its
 // jobs, a fresh data directory (plus what the case adds), the client as
-// user boinc, attached with boinccmd, until the jobs are validated; then
-// the case's check, and the client stopped.
+// user boinc, attached with boinccmd, until the jobs are validated (or
+// reported, featureCase.reported), the case's during beside it; then the
+// case's check, and the client stopped.
 func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout time.Duration) {
 	r.dir = filepath.Join(s.root, "f_"+strings.ReplaceAll(r.label, "/", "_"))
 	r.auth, r.userID = s.newAccount(t, strings.ReplaceAll(r.label, "/", "-"))
@@ -538,32 +581,45 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	if out, err := boinccmd(r.port, "--project_attach", s.masterURL(), r.auth); err != nil {
 		t.Fatalf("%s: attach: %v: %s", r.label, err, out)
 	}
-	q := fmt.Sprintf("select count(*), ifnull(sum(validate_state=1),0), ifnull(sum(outcome<>1 and server_state=5),0) from result where userid=%d", r.userID)
+	stopDuring := func() {}
+	if c.during != nil {
+		ctx, cancel := context.WithCancel(suiteCtx)
+		ended := make(chan struct{})
+		go func() { defer close(ended); c.during(ctx, t, s, r) }()
+		stopDuring = func() { cancel(); <-ended }
+		defer stopDuring()
+	}
+	q := fmt.Sprintf("select count(*), ifnull(sum(validate_state=1),0), ifnull(sum(server_state=5 and outcome=1),0), "+
+		"ifnull(sum(outcome<>1 and server_state=5),0) from result where userid=%d", r.userID)
+	what, doneCol := "validated", 1
+	if c.reported {
+		what, doneCol = "reported as successes", 2
+	}
 	last := ""
 	for {
 		v, err := s.sqlInts(q)
-		if err != nil || len(v) != 3 {
+		if err != nil || len(v) != 4 {
 			t.Fatalf("%s: polling the DB: %v", r.label, err)
 		}
 		if v[0] > 0 && r.firstSent == "" {
 			r.firstSent = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
 		}
-		cur := fmt.Sprintf("sent=%.0f valid=%.0f errors=%.0f", v[0], v[1], v[2])
+		cur := fmt.Sprintf("sent=%.0f valid=%.0f success=%.0f errors=%.0f", v[0], v[1], v[2], v[3])
 		if cur != last {
 			t.Logf("%s t=%.1fs %s", r.label, time.Since(t0).Seconds(), cur)
 			last = cur
 		}
-		if int(v[1]) >= len(r.inputs) {
-			r.validated = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
+		if int(v[doneCol]) >= len(r.inputs) {
+			r.done = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
 			r.passed = true
 			break
 		}
-		if v[2] > 0 {
-			t.Errorf("%s: %.0f results ended in a client error", r.label, v[2])
+		if v[3] > 0 {
+			t.Errorf("%s: %.0f results ended in a client error", r.label, v[3])
 			break
 		}
 		if time.Since(t0) > timeout {
-			t.Errorf("%s: %.0f of %d jobs validated after %v", r.label, v[1], len(r.inputs), timeout)
+			t.Errorf("%s: %.0f of %d jobs %s after %v", r.label, v[doneCol], len(r.inputs), what, timeout)
 			break
 		}
 		select {
@@ -574,6 +630,7 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 		case <-time.After(pollEvery):
 		}
 	}
+	stopDuring()
 	msgs, _ := boinccmd(r.port, "--get_messages", "0")
 	_ = os.WriteFile(filepath.Join(r.dir, "rs_messages.txt"), []byte(msgs), 0o644)
 	r.cell = c.check(t, s, r)
