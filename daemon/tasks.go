@@ -50,6 +50,15 @@ func (a *activeTask) elapsed(now time.Time) float64 {
 	return a.baseElapsed + run
 }
 
+// plainProgressAfter is how many seconds a task runs before the daemon
+// estimates the progress of an app that has reported none, as
+// ACTIVE_TASK::write_gui does ("a minute has elapsed"): until then the
+// fraction done is 0, what the app reported, because an app linked with
+// the BOINC API in a version without api_version (BOINC's wrapper) is
+// known to report only once it has written status, about a second after
+// it starts, and an estimate shown before would go backwards.
+const plainProgressAfter = 60
+
 // maxRestartsWithoutCheckpoint mirrors the C++ client's limit on premature
 // exits before a task is declared broken (ERR_TOO_MANY_EXITS).
 const maxRestartsWithoutCheckpoint = 100
@@ -305,7 +314,7 @@ func (d *Daemon) pollTasks(now time.Time) {
 			// whatever its version says about the API: BOINC's wrapper
 			// reports through shared memory without an api_version.
 			r.FractionDone = s.FractionDone
-		} else if est := d.estimateDuration(r); est > 0 {
+		} else if est := d.estimateDuration(r); est > 0 && r.ElapsedTime > plainProgressAfter {
 			// A plain program that never wrote status: progress can only be
 			// guessed from elapsed time, as BOINC Manager does (app.cpp),
 			// never reaching 100 % before the program ends.
