@@ -93,9 +93,11 @@ func plainFeatureCases() []featureCase {
 			check: checkGzip,
 		},
 		{
-			name:    "busy",
-			about:   fmt.Sprintf("the scheduler answers the account's first request after %d s (a busy project): requests that failed", busySeconds),
-			prepare: nil,
+			name:  "busy",
+			about: fmt.Sprintf("the scheduler answers the account's first request after %d s (a busy project): requests that failed", busySeconds),
+			// The CGI stand-in goes in before any client of any case
+			// runs: its swap leaves a moment without a scheduler.
+			setup: func(t *testing.T, s *server) { s.installBusyCGI(t) },
 			jobs: func(t *testing.T, s *server, r *caseRun) []string {
 				s.makeBusyFor(t, r.auth)
 				return s.targetedJobs(t, r, false)
@@ -243,6 +245,22 @@ exit $rc
 // lists auth as an account it keeps waiting.
 func (s *server) makeBusyFor(t *testing.T, auth string) {
 	t.Helper()
+	s.installBusyCGI(t)
+	s.busyMu.Lock()
+	defer s.busyMu.Unlock()
+	f, err := os.OpenFile(filepath.Join(s.root, "projects", project, "busy", "auths"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintln(f, auth); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// installBusyCGI puts the busy CGI in front of the scheduler, once.
+func (s *server) installBusyCGI(t *testing.T) {
+	t.Helper()
 	s.busyOnce.Do(func() {
 		proj := filepath.Join(s.root, "projects", project)
 		cgi := filepath.Join(proj, "cgi-bin", "cgi")
@@ -284,16 +302,6 @@ func (s *server) makeBusyFor(t *testing.T, auth string) {
 	})
 	if s.busyErr != nil {
 		t.Fatalf("putting the busy scheduler in front of the CGI: %v", s.busyErr)
-	}
-	s.busyMu.Lock()
-	defer s.busyMu.Unlock()
-	f, err := os.OpenFile(filepath.Join(s.root, "projects", project, "busy", "auths"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := fmt.Fprintln(f, auth); err != nil {
-		t.Fatal(err)
 	}
 }
 
