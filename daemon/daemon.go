@@ -331,6 +331,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	d.st = stateFromSnapshot(snap)
+	d.finishRemovals(snap.Meta)
 	d.loadSchedStates(snap.Meta)
 	d.loadNotices(snap.Meta)
 	decodeMeta(snap.Meta, modesMetaKey, &d.modes)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -54,6 +55,9 @@ type persistState struct {
 	lastError string
 	// removals wait for the commit of the changes batched before them.
 	removals []string
+	// journaled: the committed state lists removals (removalsMetaKey)
+	// that the next commit must clear.
+	journaled bool
 
 	// reserveOK: the reserve file holds its full size (or none is
 	// wanted). reserveLost: an episode without it was logged.
@@ -69,16 +73,75 @@ type persistState struct {
 // (an upload that can never finish) with the file gone. The removal is
 // queued even when nothing is batched yet, because callers batch the
 // record change after asking for the removal; the next flush runs it.
+//
+// The removals go into the same commit (removalsMetaKey), so that a kill
+// between the commit and the removal (the file gone from the state, still
+// on disk, and nothing left that would ever remove it) is finished by the
+// next start (finishRemovals).
 func (d *Daemon) removeAfterCommit(path string) {
 	d.persist.removals = append(d.persist.removals, path)
+	rels := make([]string, 0, len(d.persist.removals))
+	for _, p := range d.persist.removals {
+		if rel, err := filepath.Rel(d.opt.DataDir, p); err == nil {
+			rels = append(rels, filepath.ToSlash(rel))
+		}
+	}
+	d.batch.PutMeta(removalsMetaKey, rels)
 }
 
-// removePending runs the removals whose changes are now committed.
+// removalsMetaKey holds the removals of the last commit, data-directory
+// relative, until a later commit clears them.
+const removalsMetaKey = "pending_removals"
+
+// removePending runs the removals whose changes are now committed; the
+// next commit forgets them.
 func (d *Daemon) removePending() {
-	for _, p := range d.persist.removals {
-		removeQuiet(p)
+	if len(d.persist.removals) > 0 {
+		for _, p := range d.persist.removals {
+			removeQuiet(p)
+		}
+		d.persist.removals = d.persist.removals[:0]
+		d.persist.journaled = true
+		return
 	}
-	d.persist.removals = d.persist.removals[:0]
+	if d.persist.journaled && d.batch.Len() == 0 {
+		d.batch.DeleteMeta(removalsMetaKey)
+		d.persist.journaled = false
+	}
+}
+
+// finishRemovals runs, at start, the removals a killed run had committed
+// but maybe not done: each path under projects/ that the loaded state no
+// longer lists. Anything else in the list (a tampered state file) is
+// named and left alone.
+func (d *Daemon) finishRemovals(meta map[string][]byte) {
+	raw, ok := meta[removalsMetaKey]
+	if !ok {
+		return
+	}
+	var rels []string
+	if err := json.Unmarshal(raw, &rels); err != nil {
+		d.log.Warn("state file: unreadable list of pending file removals; ignored", slog.Any("err", err))
+	}
+	inState := map[string]bool{}
+	for _, f := range d.st.files {
+		inState[filepath.Clean(d.filePath(f))] = true
+	}
+	for _, rel := range rels {
+		clean := filepath.Clean(filepath.FromSlash(rel))
+		if !filepath.IsLocal(clean) || !strings.HasPrefix(filepath.ToSlash(clean), "projects/") {
+			d.log.Warn("state file: pending file removal outside the projects directory; not removed", slog.String("path", rel))
+			continue
+		}
+		path := filepath.Join(d.opt.DataDir, clean)
+		if inState[path] {
+			continue
+		}
+		if err := os.Remove(path); err == nil {
+			d.log.Info("removed a file the previous run had deleted from its state but not from disk", slog.String("path", rel))
+		}
+	}
+	d.batch.DeleteMeta(removalsMetaKey)
 }
 
 // stateAtRisk says whether a scheduler reply arriving now might not be

@@ -218,3 +218,49 @@ func allocSizeOf(t *testing.T, path string) int64 {
 	}
 	return int64(allocSize(fi))
 }
+
+// A kill between the commit that forgets a file and the file's removal
+// leaves it on disk with nothing that would ever remove it: the removal
+// is in that commit (pending_removals), and the next start finishes it,
+// sparing files the state lists and paths outside projects/.
+func TestRemovalsSurviveAKill(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	d := persistDaemon(t, &logs)
+	proj := filepath.Join(d.opt.DataDir, "projects", "example.org_p")
+	if err := os.MkdirAll(proj, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gone, kept, outside := filepath.Join(proj, "wu_1_in"), filepath.Join(proj, "wu_2_in"), filepath.Join(d.opt.DataDir, "cc_config.xml")
+	for _, p := range []string{gone, kept, outside} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.removeAfterCommit(gone)
+	d.batch.DeleteFile("whatever")
+	// The commit, then the "kill": the removal never runs.
+	if err := d.store.Commit(&d.batch); err != nil {
+		t.Fatal(err)
+	}
+	d.persist.removals = nil
+	snap, err := d.store.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A tampered list, and a file the state still has.
+	snap.Meta[removalsMetaKey] = []byte(`["projects/example.org_p/wu_1_in","projects/example.org_p/wu_2_in","cc_config.xml","projects/../../etc/passwd"]`)
+	d.st = &clientState{files: map[string]*boinc.FileInfo{"k": {ProjectURL: "https://example.org/p/", Name: "wu_2_in"}}}
+	d.finishRemovals(snap.Meta)
+	if _, err := os.Stat(gone); !os.IsNotExist(err) {
+		t.Errorf("%s not removed at the next start: %v", gone, err)
+	}
+	for _, p := range []string{kept, outside} {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s removed: %v", p, err)
+		}
+	}
+	if !strings.Contains(logs.String(), "outside the projects directory") {
+		t.Errorf("the tampered entries were not named:\n%s", logs.String())
+	}
+}

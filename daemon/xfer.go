@@ -357,6 +357,11 @@ func (d *Daemon) handleXferDone(ev xferDone, now time.Time) {
 			log.Info("finished download")
 		}
 		d.batch.PutFile(f)
+		if !ev.upload && !d.st.fileInUse(f) {
+			// Its task was acknowledged (or dropped) while it arrived:
+			// the collection then skipped it as busy.
+			d.gcFiles(f.ProjectURL)
+		}
 		return
 	}
 	if errors.Is(ev.err, context.Canceled) && d.ctx.Err() != nil {
