@@ -313,6 +313,7 @@ type taskView struct {
 	state    string  // active_task_state ("" before the task first runs)
 	fraction string  // "fraction done" as printed ("%f"); "" if absent
 	value    float64 // fraction, parsed
+	ready    bool    // "ready to report: yes"
 }
 
 var taskHeadRE = regexp.MustCompile(`^\d+\) -+$`)
@@ -343,6 +344,8 @@ func getTasks(port int) ([]taskView, error) {
 			tk.name = v
 		case "active_task_state":
 			tk.state = v
+		case "ready to report":
+			tk.ready = v == "yes"
 		case "fraction done":
 			tk.fraction = v
 			tk.value, _ = strconv.ParseFloat(v, 64)

@@ -55,6 +55,10 @@ type featureCase struct {
 	// OVER, outcome SUCCESS) rather than validated: no validator runs for
 	// the case's app.
 	reported bool
+	// clientErrors: every job of the case is meant to fail; a job is done
+	// once reported as a client error (server_state OVER, outcome
+	// CLIENT_ERROR), and one reported as a success fails the case.
+	clientErrors bool
 }
 
 // caseRun is one client's run of a feature case.
@@ -77,9 +81,10 @@ type caseRun struct {
 }
 
 // featureCases are the cases run side by side: those of the stock app
-// here, and those of apps linked with the BOINC API (apicases_test.go).
+// here, those of apps linked with the BOINC API (apicases_test.go), and
+// those of jobs that fail or fetch through a dead URL (failcases_test.go).
 func featureCases() []featureCase {
-	return append(plainFeatureCases(), apiFeatureCases()...)
+	return append(append(plainFeatureCases(), apiFeatureCases()...), failureFeatureCases()...)
 }
 
 func plainFeatureCases() []featureCase {
@@ -557,7 +562,10 @@ func (s *server) runFeatures(t *testing.T, ports []int, timeout time.Duration) s
 	}
 	for _, c := range cases {
 		done := "validated"
-		if c.reported {
+		switch {
+		case c.clientErrors:
+			done = "reported as client errors"
+		case c.reported:
 			done = "reported as successes (no validator for its app)"
 		}
 		fmt.Fprintf(&b, "  %s: %s; done: all jobs %s\n", c.name, c.about, done)
@@ -598,15 +606,18 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 		defer stopDuring()
 	}
 	q := fmt.Sprintf("select count(*), ifnull(sum(validate_state=1),0), ifnull(sum(server_state=5 and outcome=1),0), "+
-		"ifnull(sum(outcome<>1 and server_state=5),0) from result where userid=%d", r.userID)
+		"ifnull(sum(outcome<>1 and server_state=5),0), ifnull(sum(server_state=5 and outcome=3),0) from result where userid=%d", r.userID)
 	what, doneCol := "validated", 1
-	if c.reported {
+	switch {
+	case c.clientErrors:
+		what, doneCol = "reported as client errors", 4
+	case c.reported:
 		what, doneCol = "reported as successes", 2
 	}
 	last := ""
 	for {
 		v, err := s.sqlInts(q)
-		if err != nil || len(v) != 4 {
+		if err != nil || len(v) != 5 {
 			t.Fatalf("%s: polling the DB: %v", r.label, err)
 		}
 		if v[0] > 0 && r.firstSent == "" {
@@ -622,8 +633,12 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 			r.passed = true
 			break
 		}
-		if v[3] > 0 {
+		if !c.clientErrors && v[3] > 0 {
 			t.Errorf("%s: %.0f results ended in a client error", r.label, v[3])
+			break
+		}
+		if c.clientErrors && v[2] > 0 {
+			t.Errorf("%s: %.0f results reported as successes; every job of the case should fail", r.label, v[2])
 			break
 		}
 		if time.Since(t0) > timeout {
