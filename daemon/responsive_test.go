@@ -182,3 +182,31 @@ func TestJobFinishedDuringRPCIsReported(t *testing.T) {
 		t.Error("no \"a job finished; fetch backoff cleared\" in the log")
 	}
 }
+
+// A job that ends in error under the in-progress cap frees its place on
+// the server as a finished one does: it is reported at once, with the
+// request that asks for the next job, not after the cap's backoff (600 s
+// here) or near its one-week deadline. The C++ client clears the backoff
+// only after uploads and holds such a result (seen against the real
+// server, e2e/realserver time_limit and cancel).
+func TestFailedJobClearsFetchBackoff(t *testing.T) {
+	t.Parallel()
+	srv := testsupport.StartProject(t, testproject.Config{
+		MaxJobsPerRPC: 4,
+		MaxInProgress: 1,
+		TotalJobs:     2,
+		RequestDelay:  time.Second,
+		Job:           testproject.JobTemplate{CommandLine: "--seconds 3 --exit 1", FpopsEst: 3e9, Deadline: 7 * 24 * time.Hour},
+	})
+	startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
+		o.PollInterval = 200 * time.Millisecond
+		o.WorkFetchInterval = 60 * time.Second
+		o.RPCBackoffMin = 60 * time.Second
+		o.FetchBackoffMin = 600 * time.Second
+		o.MaxReportDelay = time.Hour
+	})
+	testsupport.WaitFor(t, 30*time.Second, "the first job's error reported and the second job sent", func() bool {
+		st := srv.Stats()
+		return len(st.Sent) == 2 && st.Reported[st.Sent[0]] > 0
+	})
+}

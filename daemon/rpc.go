@@ -176,7 +176,7 @@ func (d *Daemon) clearBackoffForJobsFinishedDuringRPC(p *boinc.Project, reported
 		sent[k] = true
 	}
 	for key, r := range d.st.results {
-		if r.ProjectURL == p.MasterURL && r.Phase == boinc.PhaseUploaded && !sent[key] {
+		if r.ProjectURL == p.MasterURL && r.Phase.ReadyToReport() && !sent[key] {
 			d.clearJobBackoff(r)
 		}
 	}

@@ -457,6 +457,14 @@ func (d *Daemon) taskFailed(r *boinc.Result, phase boinc.Phase, status int, msg 
 	r.Slot = -1
 	d.batch.PutResult(r)
 	d.stats.TasksFailed++
+	if r.Phase.ReadyToReport() {
+		// An errored or aborted job frees its place on the server as a
+		// finished one does: report it at once (clearJobBackoff). The C++
+		// client clears only after uploads and holds such a result while
+		// it is backed off (seen against the real server: time_limit and
+		// cancel cases).
+		d.clearJobBackoff(r)
+	}
 	p := d.st.projects[r.ProjectURL]
 	if p == nil {
 		return

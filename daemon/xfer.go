@@ -132,7 +132,8 @@ func (d *Daemon) advanceUpload(r *boinc.Result, now time.Time) {
 
 // clearJobBackoff ends the fetch backoff of the resource a finished job
 // used, as CLIENT_STATE::update_results does when a result's uploads end
-// (WORK_FETCH::clear_backoffs(*rp->avp)): a project that caps jobs in
+// (WORK_FETCH::clear_backoffs(*rp->avp)), and as boincd also does for a
+// job that ended in error (taskFailed): a project that caps jobs in
 // progress (max_wus_in_progress) answers "reached a limit on tasks in
 // progress" and backs the resource off, and only a finished job makes
 // room. The next fetch asks at once and reports the job with it, where
