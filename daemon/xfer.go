@@ -150,8 +150,7 @@ func (d *Daemon) clearJobBackoff(r *boinc.Result) {
 	}
 	st.Backoff[rsc].Clear()
 	d.saveSchedState(r.ProjectURL)
-	d.projectLog(d.st.projects[r.ProjectURL]).Debug("a job finished; fetch backoff cleared",
-		slog.String("resource", rsc.String()))
+	d.taskLog(r).Debug("a job finished; fetch backoff cleared", slog.String("resource", rsc.String()))
 }
 
 func (d *Daemon) xferCounts() (total int, per map[string]int) {

@@ -132,13 +132,7 @@ func (r *SchedulerRequest) WriteTo(w io.Writer) (int64, error) {
 }
 
 func (r *SchedulerRequest) write(x *xw) {
-	x.raw("<scheduler_request>\n")
-	x.elemS("    <authenticator>", r.Authenticator, "</authenticator>\n")
-	x.elemI("    <hostid>", r.HostID, "</hostid>\n")
-	x.elemI("    <rpc_seqno>", r.RPCSeqno, "</rpc_seqno>\n")
-	x.elemI("    <core_client_major_version>", boinc.ClientMajor, "</core_client_major_version>\n")
-	x.elemI("    <core_client_minor_version>", boinc.ClientMinor, "</core_client_minor_version>\n")
-	x.elemI("    <core_client_release>", boinc.ClientRelease, "</core_client_release>\n")
+	writeRequestHead(x, r.Authenticator, r.HostID, r.RPCSeqno, boinc.ClientRelease)
 	x.elemF("    <resource_share_fraction>", r.ResourceShareFraction, "</resource_share_fraction>\n")
 	x.elemF("    <rrs_fraction>", r.RRSFraction, "</rrs_fraction>\n")
 	x.elemF("    <prrs_fraction>", r.PRRSFraction, "</prrs_fraction>\n")
@@ -229,6 +223,19 @@ func writeMsgFromHost(x *xw, m *MsgFromHost) {
 	x.raw("\n  </msg_from_host>\n")
 }
 
+// writeRequestHead opens a scheduler request: the account, the host and
+// the client version, as both the full request and a replicated trickle
+// begin.
+func writeRequestHead(x *xw, authenticator string, hostID, rpcSeqno, release int64) {
+	x.raw("<scheduler_request>\n")
+	x.elemS("    <authenticator>", authenticator, "</authenticator>\n")
+	x.elemI("    <hostid>", hostID, "</hostid>\n")
+	x.elemI("    <rpc_seqno>", rpcSeqno, "</rpc_seqno>\n")
+	x.elemI("    <core_client_major_version>", boinc.ClientMajor, "</core_client_major_version>\n")
+	x.elemI("    <core_client_minor_version>", boinc.ClientMinor, "</core_client_minor_version>\n")
+	x.elemI("    <core_client_release>", release, "</core_client_release>\n")
+}
+
 // TrickleUpRequest is the message a replicated trickle-up posts to each
 // of the project's <trickle_up_urls> (cs_trickle.cpp
 // trickle_up_request_message): a scheduler request holding only the
@@ -236,13 +243,7 @@ func writeMsgFromHost(x *xw, m *MsgFromHost) {
 func TrickleUpRequest(authenticator string, hostID, rpcSeqno int64, platform string, m MsgFromHost) []byte {
 	var b bytes.Buffer
 	x := &xw{w: bufio.NewWriter(&b)}
-	x.raw("<scheduler_request>\n")
-	x.elemS("    <authenticator>", authenticator, "</authenticator>\n")
-	x.elemI("    <hostid>", hostID, "</hostid>\n")
-	x.elemI("    <rpc_seqno>", rpcSeqno, "</rpc_seqno>\n")
-	x.elemI("    <core_client_major_version>", boinc.ClientMajor, "</core_client_major_version>\n")
-	x.elemI("    <core_client_minor_version>", boinc.ClientMinor, "</core_client_minor_version>\n")
-	x.raw("    <core_client_release>99</core_client_release>\n")
+	writeRequestHead(x, authenticator, hostID, rpcSeqno, 99)
 	x.elemS("    <platform_name>", platform, "</platform_name>\n")
 	x.raw("    <msg_from_host>\n")
 	x.elemS("        <result_name>", m.ResultName, "</result_name>\n")
