@@ -582,13 +582,13 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	r.dir = filepath.Join(s.root, "f_"+strings.ReplaceAll(r.label, "/", "_"))
 	r.auth, r.userID = s.newAccount(t, strings.ReplaceAll(r.label, "/", "-"))
 	r.inputs = c.jobs(t, s, r)
-	if err := s.freshClientDir(r.dir); err != nil {
+	if err := s.clientDir(r.dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	if c.prepare != nil {
 		c.prepare(t, s, r)
 	}
-	stop, exited := s.startClient(t, r)
+	stop, exited := s.startClient(t, r.label, r.bin, r.dir, r.port)
 	defer stop()
 	t0 := time.Now()
 	if err := waitGUIRPC(r.port, exited); err != nil {
@@ -662,76 +662,61 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	}
 }
 
-// freshClientDir is lib.sh's fresh_dir: an empty directory owned by the
-// client user, with the GUI RPC password and the preferences that keep a
-// busy machine from suspending the client.
-func (s *server) freshClientDir(dir string) error {
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return err
-	}
-	files := map[string]string{
-		".rs_client":                "",
-		"gui_rpc_auth.cfg":          guiPW + "\n",
-		"global_prefs_override.xml": "<global_preferences>\n  <suspend_cpu_usage>0</suspend_cpu_usage>\n  <niu_suspend_cpu_usage>0</niu_suspend_cpu_usage>\n</global_preferences>\n",
-	}
-	for name, body := range files {
-		mode := os.FileMode(0o644)
-		if name == "gui_rpc_auth.cfg" {
-			mode = 0o600
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), mode); err != nil {
-			return err
-		}
-	}
-	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, s.uid, s.gid)
-	})
-}
-
-// startClient starts r's client as the client user, as lib.sh's
-// start_client does (the C++ client's flags, which boincd accepts too),
-// with a pid file where teardown.sh looks. stop asks it to quit
-// (boinccmd --quit), then SIGTERM, then SIGKILL.
-func (s *server) startClient(t *testing.T, r *caseRun) (stop func(), exited <-chan struct{}) {
+// startClient starts bin as the client user in dir, with the C++ client's
+// flags (which boincd accepts too) unless args are given, as lib.sh's
+// start_client does, and a pid file where teardown.sh looks. stop asks it
+// to quit (boinccmd --quit), then SIGTERM, then SIGKILL; exited closes
+// when it has exited. The feature runs and the boincd-by-config run use it.
+func (s *server) startClient(t *testing.T, label, bin, dir string, port int, args ...string) (stop func(), exited <-chan struct{}) {
 	t.Helper()
-	out, err := os.OpenFile(filepath.Join(r.dir, "rs_client.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(filepath.Join(dir, "rs_client.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("setpriv", "--reuid="+clientUser, "--regid="+clientUser, "--init-groups",
-		"env", "HOME="+r.dir, "USER="+clientUser, "LOGNAME="+clientUser,
-		r.bin, "--dir", r.dir, "--gui_rpc_port", strconv.Itoa(r.port))
+	if len(args) == 0 {
+		args = []string{"--dir", dir, "--gui_rpc_port", strconv.Itoa(port)}
+	}
+	cmd := exec.Command("setpriv", append([]string{"--reuid=" + clientUser, "--regid=" + clientUser, "--init-groups",
+		"env", "HOME=" + dir, "USER=" + clientUser, "LOGNAME=" + clientUser, bin}, args...)...)
+	// the harness environment, without BOINCD_* (boincd reads some: a
+	// stray BOINCD_PROJECT_URL would attach another project), but with
+	// the container opt-out: with HOME writable, podman works for the
+	// client user and its rootless pause process (catatonit) would
+	// outlive the suite
 	for _, kv := range s.env {
 		if !strings.HasPrefix(kv, "BOINCD_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Env = append(cmd.Env, "BOINCD_DONT_USE_DOCKER=true")
-	cmd.Dir = r.dir
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		out.Close()
-		t.Fatalf("%s: starting %s: %v", r.label, r.bin, err)
+		t.Fatalf("%s: starting %s: %v", label, bin, err)
 	}
-	pidFile := filepath.Join(s.root, "clients", strconv.Itoa(r.port)+".pid")
+	pidFile := filepath.Join(s.root, "clients", strconv.Itoa(port)+".pid")
 	pid := strconv.Itoa(cmd.Process.Pid) + "\n"
 	_ = os.WriteFile(pidFile, []byte(pid), 0o644)
-	_ = os.WriteFile(filepath.Join(r.dir, "client.pid"), []byte(pid), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "client.pid"), []byte(pid), 0o644)
 	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); out.Close(); close(done) }()
-	t.Logf("%s: started %s --dir %s --gui_rpc_port %d (pid %d) as %s", r.label, r.bin, r.dir, r.port, cmd.Process.Pid, clientUser)
+	go func() {
+		if err := cmd.Wait(); err != nil {
+			fmt.Fprintf(out, "rs harness: client exited: %v\n", err)
+		}
+		out.Close()
+		close(done)
+	}()
+	t.Logf("%s: started %s %s (pid %d) as %s", label, bin, strings.Join(args, " "), cmd.Process.Pid, clientUser)
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
-			_, _ = boinccmd(r.port, "--quit")
+			_, _ = boinccmd(port, "--quit")
 			for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 				if waitClosed(done, 20*time.Second) {
 					break
 				}
-				t.Logf("%s: client (pid %d) still running: %v", r.label, cmd.Process.Pid, sig)
+				t.Logf("%s: client (pid %d) still running: %v", label, cmd.Process.Pid, sig)
 				_ = cmd.Process.Signal(sig)
 			}
 			<-done

@@ -10,8 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -246,22 +244,26 @@ func (s *server) runClient(t *testing.T, tm *timings, bin string, port int, time
 
 // clientDir makes a fresh client dir the way lib.sh's fresh_dir does (the
 // marker, the GUI RPC password, the preferences override that keeps a busy
-// machine from suspending the client), plus boincd.toml attaching the
-// project by account key; all owned by the client user.
+// machine from suspending the client), plus, when auth is given,
+// boincd.toml attaching the project by account key; all owned by the
+// client user.
 func (s *server) clientDir(dir, auth string) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	files := []struct {
+	type file struct {
 		name, body string
 		mode       os.FileMode
-	}{
+	}
+	files := []file{
 		{".rs_client", "", 0o644},
 		{"gui_rpc_auth.cfg", guiPW + "\n", 0o600},
 		{"global_prefs_override.xml", "<global_preferences>\n  <suspend_cpu_usage>0</suspend_cpu_usage>\n" +
 			"  <niu_suspend_cpu_usage>0</niu_suspend_cpu_usage>\n</global_preferences>\n", 0o644},
-		{"boincd.toml", fmt.Sprintf("# written by e2e/realserver: the project attached by account key\n"+
-			"[[project]]\nurl = %q\nauthenticator = %q\n", s.masterURL(), auth), 0o600},
+	}
+	if auth != "" {
+		files = append(files, file{"boincd.toml", fmt.Sprintf("# written by e2e/realserver: the project attached by account key\n"+
+			"[[project]]\nurl = %q\nauthenticator = %q\n", s.masterURL(), auth), 0o600})
 	}
 	for _, f := range files {
 		p := filepath.Join(dir, f.name)
@@ -294,66 +296,9 @@ func (s *server) runConfigClient(t *testing.T, tm *timings, port int, timeout ti
 		t.Fatal(err)
 	}
 	offset := s.schedulerLogSize()
-	outPath := filepath.Join(dir, "rs_client.out")
-	out, err := os.OpenFile(outPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-
-	ctx, cancel := s.ctx(runTimeout + 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "setpriv", "--reuid="+clientUser, "--regid="+clientUser, "--init-groups",
-		"env", "HOME="+dir, "USER="+clientUser, "LOGNAME="+clientUser,
-		s.boincd, "run", "--dir", dir, "--gui_rpc_port", strconv.Itoa(port))
-	// the harness environment, without BOINCD_* (boincd reads some: a
-	// stray BOINCD_PROJECT_URL would attach another project), but with
-	// the container opt-out: with HOME writable, podman works for the
-	// client user and its rootless pause process (catatonit) would
-	// outlive the suite
-	for _, kv := range s.env {
-		if !strings.HasPrefix(kv, "BOINCD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "BOINCD_DONT_USE_DOCKER=true")
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = 30 * time.Second
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting boincd: %v", err)
-	}
-	// pid files where teardown.sh looks (RS_ROOT/clients/PORT.pid), so a
-	// crashed test still gets its client stopped
-	pidFile := filepath.Join(s.root, "clients", strconv.Itoa(port)+".pid")
-	pid := strconv.Itoa(cmd.Process.Pid) + "\n"
-	_ = os.WriteFile(pidFile, []byte(pid), 0o644)
-	_ = os.WriteFile(filepath.Join(dir, "client.pid"), []byte(pid), 0o644)
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	var stopOnce sync.Once
-	stop := func() {
-		stopOnce.Do(func() {
-			select {
-			case <-exited:
-			default:
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-exited:
-				case <-time.After(30 * time.Second):
-					t.Logf("boincd (pid %d) still running 30 s after SIGTERM: SIGKILL", cmd.Process.Pid)
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			}
-			_ = os.Remove(pidFile)
-		})
-	}
+	stop, exited := s.startClient(t, label, s.boincd, dir, port, "run", "--dir", dir, "--gui_rpc_port", strconv.Itoa(port))
 	defer stop()
-	t.Logf("%s: started %s run --dir %s --gui_rpc_port %d (pid %d) as %s", label, s.boincd, dir, port, cmd.Process.Pid, clientUser)
 
 	el := func() string { return fmt.Sprintf("%.1f", time.Since(t0).Seconds()) }
 	set := func(k string) {
@@ -366,26 +311,10 @@ func (s *server) runConfigClient(t *testing.T, tm *timings, port int, timeout ti
 		"ifnull(sum(granted_credit),0) from result where userid=%d", userID)
 	var sent, over, valid int
 	last, why := "", ""
-	// GUI RPC up: polled as run_client.sh's wait_gui_rpc does (every 0.25 s, up to 60 s)
-	for i := 0; ; i++ {
-		if _, err := boinccmd(port, "--get_cc_status"); err == nil {
-			set("gui_rpc")
-			break
-		}
-		if i == 240 {
-			why = "GUI RPC did not answer within 60 s"
-			break
-		}
-		select {
-		case <-exited:
-			why = fmt.Sprintf("boincd exited: %v", waitErr)
-		case <-suiteCtx.Done():
-			why = "interrupted by a signal"
-		case <-time.After(250 * time.Millisecond):
-		}
-		if why != "" {
-			break
-		}
+	if err := waitGUIRPC(port, exited); err != nil {
+		why = err.Error()
+	} else {
+		set("gui_rpc")
 	}
 	for why == "" {
 		// attach: the project from boincd.toml shows in the project list
@@ -435,7 +364,7 @@ func (s *server) runConfigClient(t *testing.T, tm *timings, port int, timeout ti
 		}
 		select {
 		case <-exited:
-			why = fmt.Sprintf("boincd exited: %v", waitErr)
+			why = "boincd exited (its output: rs_client.out)"
 		case <-suiteCtx.Done():
 			why = "interrupted by a signal"
 		case <-time.After(pollEvery):
