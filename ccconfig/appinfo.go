@@ -163,7 +163,7 @@ func parseAppInfoFile(file string, n *node, probs *[]Problem) (AppInfoFile, erro
 		case "nbytes", "md5_cksum", "max_nbytes", "sticky", "file_signature", "signature_required", "status":
 			// What the project would say; the file on disk is what counts.
 		default:
-			*probs = append(*probs, Problem{File: file, Line: c.line, Msg: fmt.Sprintf("unknown element <%s> in <%s>; ignored", c.name, n.name)})
+			unknownElement(file, c, n.name, probs)
 		}
 	}
 	if f.Name == "" {
@@ -188,7 +188,7 @@ func parseAppInfoApp(file string, n *node, probs *[]Problem) (boinc.App, error) 
 			a.NonCPUIntensive = c.flag(file, probs)
 		case "fraction_done_exact", "sporadic":
 		default:
-			*probs = append(*probs, Problem{File: file, Line: c.line, Msg: fmt.Sprintf("unknown element <%s> in <app>; ignored", c.name)})
+			unknownElement(file, c, "app", probs)
 		}
 	}
 	if a.Name == "" {
@@ -198,6 +198,11 @@ func parseAppInfoApp(file string, n *node, probs *[]Problem) (boinc.App, error) 
 		return a, atLine(at, "name: %w", err)
 	}
 	return a, nil
+}
+
+// unknownElement notes an element app_info.xml's reader skips, at its line.
+func unknownElement(file string, c *node, parent string, probs *[]Problem) {
+	*probs = append(*probs, Problem{File: file, Line: c.line, Msg: fmt.Sprintf("unknown element <%s> in <%s>; ignored", c.name, parent)})
 }
 
 // lineError is an entry's error at the line of the element at fault, so
@@ -288,7 +293,7 @@ func parseAppInfoVersion(file string, n *node, probs *[]Problem) (boinc.AppVersi
 		case "max_ncpus", "gpu_ram", "dont_throttle", "is_wrapper", "needs_network":
 			// Read by the C++ client; boincd has no use for them yet.
 		default:
-			*probs = append(*probs, Problem{File: file, Line: c.line, Msg: fmt.Sprintf("unknown element <%s> in <app_version>; ignored", c.name)})
+			unknownElement(file, c, "app_version", probs)
 		}
 	}
 	if v.AppName == "" {
