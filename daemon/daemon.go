@@ -369,7 +369,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	benchNow := d.initHost(runCtx, snap.Meta)
 	d.logHost()
 	d.loadProxy(snap.Meta)
-	roots, err := rpcclient.LoadCABundle(cfg.CABundle)
+	roots, err := rpcclient.LoadCABundle(cfg.CABundle, d.dataDirCABundle())
 	if err != nil {
 		return fmt.Errorf("ca_bundle: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/rpcclient"
 )
 
 // Client set-up a GUI changes: the proxy, host info, the configuration
@@ -27,6 +28,9 @@ const (
 	// AllProjectsListFile is the BOINC project list the Manager's Add
 	// Project wizard shows.
 	AllProjectsListFile = "all_projects_list.xml"
+	// CABundleFile holds certificate authorities the C++ client trusts
+	// for https (see dataDirCABundle).
+	CABundleFile = "ca-bundle.crt"
 )
 
 // settingsAction carries out the set-up actions of guirpc/settings.go.
@@ -163,6 +167,31 @@ func (d *Daemon) loadProxy(meta map[string][]byte) {
 	if p.Active() {
 		d.logProxy(&p)
 	}
+}
+
+// dataDirCABundle is the data directory's ca-bundle.crt when it holds a
+// usable one, else "". The C++ client on Linux hands that file to curl
+// as CURLOPT_CAINFO (HTTP_OP::libcurl_exec), so a volunteer's private CA,
+// or Debian's link to the system store, is trusted there; boincd trusts
+// it too, on top of the system roots rather than instead of them: an old
+// bundle shipped with a client must not turn away a project whose CA is
+// newer than it. A broken file is reported and skipped (the volunteer
+// did not name it in boincd's configuration, and the system roots still
+// serve), where ca_bundle in boincd.toml stops the start.
+func (d *Daemon) dataDirCABundle() string {
+	path := filepath.Join(d.opt.DataDir, CABundleFile)
+	if _, err := os.Stat(path); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.log.Warn("CA bundle in the data directory not used", slog.String("file", path), slog.Any("err", err))
+		}
+		return ""
+	}
+	if _, err := rpcclient.LoadCABundle(path); err != nil {
+		d.log.Warn("CA bundle in the data directory not used", slog.String("file", path), slog.Any("err", err))
+		return ""
+	}
+	d.log.Info("Trusting the certificate authorities in "+path+" as well as the system's", slog.String("file", path))
+	return path
 }
 
 // logProxy is the C++ client's show_proxy_info.

@@ -304,30 +304,71 @@ func TestUntrustedTLSProject(t *testing.T) {
 	}
 }
 
-// The same https project, its certificate in ca_bundle: the whole job
-// cycle runs over verified TLS.
+// The same https project, its certificate trusted through ca_bundle in
+// boincd.toml, or through the data directory's ca-bundle.crt as the C++
+// client trusts it (a broken one there is reported and skipped): the
+// whole job cycle runs over verified TLS.
 func TestTLSProjectWithCABundle(t *testing.T) {
 	t.Parallel()
-	tp, err := testproject.New(testproject.Config{
-		Apps: []testproject.App{testproject.DefaultApp()}, TotalJobs: 1, RequestDelay: -1,
-		Job: testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 100},
-	})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		// config: the CA in boincd.toml's ca_bundle; dataDir: what the
+		// data directory's ca-bundle.crt holds ("" for no file; "CA"
+		// for the server's certificate).
+		config  bool
+		dataDir string
+		warn    string
+	}{
+		{name: "config", config: true},
+		{name: "data dir", dataDir: "CA"},
+		{name: "broken data dir file", config: true, dataDir: "not a certificate\n", warn: "no PEM certificate found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tp, err := testproject.New(testproject.Config{
+				Apps: []testproject.App{testproject.DefaultApp()}, TotalJobs: 1, RequestDelay: -1,
+				Job: testproject.JobTemplate{CommandLine: "--seconds 1", InputSize: 100},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewTLSServer(tp.Handler())
+			t.Cleanup(func() {
+				srv.Close()
+				tp.Close()
+			})
+			pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+			cfg := config.Default()
+			if tc.config {
+				cfg.CABundle = filepath.Join(t.TempDir(), "ca.pem")
+				if err := os.WriteFile(cfg.CABundle, pemBytes, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data := filepath.Join(t.TempDir(), "data")
+			if tc.dataDir != "" {
+				body := []byte(tc.dataDir)
+				if tc.dataDir == "CA" {
+					body = pemBytes
+				}
+				if err := os.MkdirAll(data, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(data, CABundleFile), body, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg.Projects = []config.Project{{URL: srv.URL + "/", Authenticator: "k", ResourceShare: 100}}
+			h := startDaemonIn(t, data, cfg, nil)
+			testsupport.WaitFor(t, testLimit, "the task reported over TLS", func() bool { return len(tp.Stats().Acked) == 1 })
+			warned := h.logs.Find("CA bundle in the data directory not used")
+			switch {
+			case tc.warn == "" && len(warned) > 0:
+				t.Errorf("unexpected warning: %v", warned[0].Str("err"))
+			case tc.warn != "" && (len(warned) != 1 || !strings.Contains(warned[0].Str("err"), tc.warn) ||
+				!strings.Contains(warned[0].Str("file"), CABundleFile)):
+				t.Errorf("warnings %v, want one naming %s and %q", warned, CABundleFile, tc.warn)
+			}
+		})
 	}
-	srv := httptest.NewTLSServer(tp.Handler())
-	t.Cleanup(func() {
-		srv.Close()
-		tp.Close()
-	})
-	bundle := filepath.Join(t.TempDir(), "ca.pem")
-	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(bundle, pemBytes, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.CABundle = bundle
-	cfg.Projects = []config.Project{{URL: srv.URL + "/", Authenticator: "k", ResourceShare: 100}}
-	startDaemonIn(t, filepath.Join(t.TempDir(), "data"), cfg, nil)
-	testsupport.WaitFor(t, testLimit, "the task reported over TLS", func() bool { return len(tp.Stats().Acked) == 1 })
 }

@@ -351,14 +351,33 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 }
 
 // LoadCABundle returns the system roots plus every certificate in the PEM
-// file at path, for Options.RootCAs; "" returns nil (system roots only).
-// A file that cannot be read or holds no certificate is an error naming
-// it, so a typo in the configuration is reported at start-up rather than
-// as a verification failure of every https project.
-func LoadCABundle(path string) (*x509.CertPool, error) {
-	if path == "" {
-		return nil, nil
+// files at paths, for Options.RootCAs; no path (or only "") returns nil
+// (system roots only). A file that cannot be read or holds no certificate
+// is an error naming it, so a typo in the configuration is reported at
+// start-up rather than as a verification failure of every https project.
+func LoadCABundle(paths ...string) (*x509.CertPool, error) {
+	var pool *x509.CertPool
+	for _, path := range paths {
+		if path == "" {
+			continue
+		}
+		pem, err := readCABundle(path)
+		if err != nil {
+			return nil, err
+		}
+		if pool == nil {
+			if pool, err = x509.SystemCertPool(); err != nil || pool == nil {
+				pool = x509.NewCertPool()
+			}
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("CA bundle %s: no PEM certificate found", path)
+		}
 	}
+	return pool, nil
+}
+
+func readCABundle(path string) ([]byte, error) {
 	const maxBundle = 16 << 20
 	f, err := os.Open(path)
 	if err != nil {
@@ -372,14 +391,7 @@ func LoadCABundle(path string) (*x509.CertPool, error) {
 	if len(pem) > maxBundle {
 		return nil, fmt.Errorf("CA bundle %s: larger than %d bytes", path, maxBundle)
 	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("CA bundle %s: no PEM certificate found", path)
-	}
-	return pool, nil
+	return pem, nil
 }
 
 // ReplyTooLargeError: a reply exceeded Options.MaxReplyBytes.
