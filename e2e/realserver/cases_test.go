@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +57,9 @@ type featureCase struct {
 	// OVER, outcome SUCCESS) rather than validated: no validator runs for
 	// the case's app.
 	reported bool
+	// attachURL, when set, is the URL the client attaches (else the
+	// project's master URL).
+	attachURL func(s *server) string
 	// clientErrors: every job of the case is meant to fail; a job is done
 	// once reported as a client error (server_state OVER, outcome
 	// CLIENT_ERROR), and one reported as a success fails the case.
@@ -84,7 +89,26 @@ type caseRun struct {
 // here, those of apps linked with the BOINC API (apicases_test.go), and
 // those of jobs that fail or fetch through a dead URL (failcases_test.go).
 func featureCases() []featureCase {
-	return append(append(plainFeatureCases(), apiFeatureCases()...), failureFeatureCases()...)
+	all := append(append(append(plainFeatureCases(), httpsCase()), apiFeatureCases()...), failureFeatureCases()...)
+	if only := onlyCases(); only != nil {
+		all = slices.DeleteFunc(all, func(c featureCase) bool { return !only[c.name] })
+	}
+	return all
+}
+
+// onlyCases is the set of feature cases named in BOINCD_REALSERVER_CASES
+// (comma-separated), for working on a case: the suite then runs those
+// alone, without the main runs. nil when unset: everything runs.
+func onlyCases() map[string]bool {
+	v := os.Getenv(envOnlyCases)
+	if v == "" {
+		return nil
+	}
+	only := map[string]bool{}
+	for _, n := range strings.Split(v, ",") {
+		only[strings.TrimSpace(n)] = true
+	}
+	return only
 }
 
 func plainFeatureCases() []featureCase {
@@ -226,13 +250,17 @@ const busySeconds = 65
 // busyCGI stands in front of the scheduler CGI (cgi, renamed cgi.real):
 // for an account listed in busy/auths it sleeps before the first request
 // is handled, as a busy project's scheduler (or Apache's queue in front
-// of it) does; everything else passes straight through.
+// of it) does; everything else passes straight through. It logs each
+// request's account and whether it came over TLS (busy/requests), for
+// the https case.
 const busyCGI = `#!/bin/sh
 # boincd real-server suite: a scheduler that thinks before it answers
 here=$(cd "$(dirname "$0")" && pwd)
 busy="$here/../busy"
 body=$(mktemp "$busy/request.XXXXXX") || exit 1
 cat >"$body"
+# which account asked, and whether over TLS (mod_ssl sets HTTPS=on)
+printf '%%s %%s\n' "${HTTPS:-off}" "$(sed -n 's:.*<authenticator>\([^<]*\)</authenticator>.*:\1:p' "$body" | head -n 1)" >>"$busy/requests"
 while read -r auth; do
   [ -n "$auth" ] || continue
   if grep -qF "<authenticator>$auth</authenticator>" "$body" && [ ! -e "$busy/done_$auth" ]; then
@@ -310,16 +338,21 @@ func (s *server) installBusyCGI(t *testing.T) {
 	}
 }
 
-// apacheTimeout sets Apache's Timeout (how long a CGI may stay silent) in
-// the instance's httpd.conf and restarts it gracefully (SIGUSR1): it goes
-// on listening, and requests in progress finish.
+// apacheTimeout sets Apache's Timeout (how long a CGI may stay silent).
 func (s *server) apacheTimeout(secs int) error {
+	return s.apacheConf(fmt.Sprintf("Timeout %d\n", secs))
+}
+
+// apacheConf adds text to the instance's httpd.conf and restarts Apache
+// gracefully (SIGUSR1): it goes on listening, and requests in progress
+// finish. Callers serialise (the cases' setups run one at a time).
+func (s *server) apacheConf(text string) error {
 	conf := filepath.Join(s.root, "apache", "httpd.conf")
 	f, err := os.OpenFile(conf, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(f, "Timeout %d\n", secs)
+	_, err = io.WriteString(f, text)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -594,7 +627,11 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	if err := waitGUIRPC(r.port, exited); err != nil {
 		t.Fatalf("%s: %v", r.label, err)
 	}
-	if out, err := boinccmd(r.port, "--project_attach", s.masterURL(), r.auth); err != nil {
+	attach := s.masterURL()
+	if c.attachURL != nil {
+		attach = c.attachURL(s)
+	}
+	if out, err := boinccmd(r.port, "--project_attach", attach, r.auth); err != nil {
 		t.Fatalf("%s: attach: %v: %s", r.label, err, out)
 	}
 	stopDuring := func() {}

@@ -446,15 +446,27 @@ func (s *server) deadURLs() []string {
 	return []string{"http://127.0.0.1:1/rstest/download/", s.masterURL() + "gone/"}
 }
 
-var downloadURLRE = regexp.MustCompile(`<download_url>\s*([^<\s]+)\s*</download_url>`)
+var (
+	downloadURLRE = regexp.MustCompile(`<download_url>\s*([^<\s]+)\s*</download_url>`)
+	uploadURLRE   = regexp.MustCompile(`<upload_url>\s*([^<\s]+)\s*</upload_url>`)
+)
 
-// deadURLJobs stages each input (stage_file puts it in the download
-// hierarchy) and creates its job from a template of its own whose
-// file_info gives the input as a remote file with two URL prefixes (the
-// dead one, then the download hierarchy's directory of the file), its
-// size and MD5: process_input_template.cpp makes them two <url>s of the
-// workunit's file_info, in that order.
+// deadURLJobs: each job's input has two URL prefixes, the dead one first,
+// then the download hierarchy's directory of the file.
 func deadURLJobs(t *testing.T, s *server, r *caseRun) []string {
+	dead := s.deadURLs()
+	return s.stagedJobs(t, r, "dead", func(i int, dir string) []string { return []string{dead[i%len(dead)], dir} }, "")
+}
+
+// stagedJobs stages each input (stage_file puts it in the download
+// hierarchy) and creates its job from an input template of its own whose
+// file_info gives the input as a remote file with the URL prefixes urls
+// returns for job i and the download hierarchy's directory of the file
+// (an http URL ending in /), its size and MD5: process_input_template.cpp
+// makes them the <url>s of the workunit's file_info, in that order.
+// resultTemplate, when set, is the jobs' output template (else the
+// app's).
+func (s *server) stagedJobs(t *testing.T, r *caseRun, kind string, urls func(i int, dir string) []string, resultTemplate string) []string {
 	t.Helper()
 	proj := filepath.Join(s.root, "projects", project)
 	cfg, err := os.ReadFile(filepath.Join(proj, "config.xml"))
@@ -475,13 +487,12 @@ func deadURLJobs(t *testing.T, s *server, r *caseRun) []string {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	dead := s.deadURLs()
 	var names []string
 	var stage strings.Builder
 	stage.WriteString("set -e\nsource \"$1\"\n")
 	for i := 1; i <= featureJobs; i++ {
 		name := fmt.Sprintf("rsapp_in_%s_%s_%d", strings.ReplaceAll(r.label, "/", "_"), stamp, i)
-		body := fmt.Sprintf("%d\nthe input of %s, which has a dead URL first\n", wuSeconds, name)
+		body := fmt.Sprintf("%d\nthe input of %s (%s case)\n", wuSeconds, name, kind)
 		if err := os.WriteFile(filepath.Join(tmp, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -495,8 +506,13 @@ func deadURLJobs(t *testing.T, s *server, r *caseRun) []string {
 	if rc, err := s.run(ctx, logPath, nil, "bash", "-c", stage.String(), "stage", s.script("lib.sh")); err != nil || rc != 0 {
 		t.Fatalf("staging %s's inputs: exit %d, %v\n%s", r.label, rc, err, tail(logPath, 20))
 	}
+	result := ""
+	if resultTemplate != "" {
+		result = "--result_template " + resultTemplate
+	}
 	var create strings.Builder
 	create.WriteString("set -e\nsource \"$1\"\n")
+	nURLs := 0
 	for i, name := range names {
 		staged, _ := filepath.Glob(filepath.Join(proj, "download", "*", name))
 		if len(staged) != 1 {
@@ -507,12 +523,17 @@ func deadURLJobs(t *testing.T, s *server, r *caseRun) []string {
 			t.Fatal(err)
 		}
 		hier := filepath.Base(filepath.Dir(staged[0]))
-		fileInfo := fmt.Sprintf("    <url>%s</url>\n    <url>%s/%s/</url>\n    <md5_cksum>%x</md5_cksum>\n    <nbytes>%d</nbytes>\n",
-			dead[i%len(dead)], downloadURL, hier, md5.Sum(body), len(body))
-		tmpl := fmt.Sprintf("rsapp_in_dead_%s_%d", stamp, i)
-		s.writeTemplate(t, tmpl, s.inputTemplate(fileInfo, 0, 3))
-		fmt.Fprintf(&create, "as_srv bin/create_work --appname rsapp --wu_template templates/%s --wu_name %q --target_user %d %q >/dev/null\n",
-			tmpl, strings.Replace(name, "_in_", "_wu_", 1), r.userID, name)
+		var fileInfo strings.Builder
+		us := urls(i, fmt.Sprintf("%s/%s/", downloadURL, hier))
+		nURLs = len(us)
+		for _, u := range us {
+			fmt.Fprintf(&fileInfo, "    <url>%s</url>\n", u)
+		}
+		fmt.Fprintf(&fileInfo, "    <md5_cksum>%x</md5_cksum>\n    <nbytes>%d</nbytes>\n", md5.Sum(body), len(body))
+		tmpl := fmt.Sprintf("rsapp_in_%s_%s_%d", kind, stamp, i)
+		s.writeTemplate(t, tmpl, s.inputTemplate(fileInfo.String(), 0, 3))
+		fmt.Fprintf(&create, "as_srv bin/create_work --appname rsapp --wu_template templates/%s %s --wu_name %q --target_user %d %q >/dev/null\n",
+			tmpl, result, strings.Replace(name, "_in_", "_wu_", 1), r.userID, name)
 	}
 	logPath = filepath.Join(s.logs, "jobs_"+label+".log")
 	if rc, err := s.run(ctx, logPath, nil, "bash", "-c", create.String(), "jobs", s.script("lib.sh")); err != nil || rc != 0 {
@@ -520,8 +541,8 @@ func deadURLJobs(t *testing.T, s *server, r *caseRun) []string {
 	}
 	for _, name := range names {
 		doc, err := s.sql(fmt.Sprintf("select xml_doc from workunit where name='%s'", strings.Replace(name, "_in_", "_wu_", 1)))
-		if err != nil || strings.Count(doc, "<url>") != 2 {
-			t.Fatalf("workunit of %s: %v; want two <url>s in its xml_doc: %s", name, err, doc)
+		if err != nil || strings.Count(doc, "<url>") != nURLs {
+			t.Fatalf("workunit of %s: %v; want %d <url>s in its xml_doc: %s", name, err, nURLs, doc)
 		}
 	}
 	return names

@@ -30,6 +30,8 @@ import (
 const (
 	// envRequire=1 turns every "cannot run here" skip into a failure (CI).
 	envRequire = "BOINCD_REQUIRE_REALSERVER"
+	// envOnlyCases names the feature cases to run alone (onlyCases).
+	envOnlyCases = "BOINCD_REALSERVER_CASES"
 	// envShared overrides where the harness scripts are (the realserver
 	// directory itself, or the shared directory holding it).
 	envShared = "BOINCD_SHARED"
@@ -267,6 +269,10 @@ type server struct {
 	busyOnce sync.Once
 	busyErr  error
 	busyMu   sync.Mutex
+	// the https case's TLS port (httpscase_test.go), set up once
+	tlsPort int
+	tlsOnce sync.Once
+	tlsErr  error
 }
 
 func (s *server) masterURL() string {

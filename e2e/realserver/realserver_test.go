@@ -53,7 +53,7 @@ func TestRealServer(t *testing.T) {
 
 	// own ports: never the scripts' defaults (a developer's server may run there)
 	avoid := map[int]bool{33080: true, 33306: true, 33416: true, 33417: true, 33418: true, 33419: true}
-	srvPorts, err := freePorts(33100, 33899, 2, avoid)
+	srvPorts, err := freePorts(33100, 33899, 3, avoid)
 	if err != nil {
 		unavailable(t, "server ports: %v", err)
 	}
@@ -78,6 +78,7 @@ func TestRealServer(t *testing.T) {
 		logs:     filepath.Join(root, "logs"),
 		httpPort: srvPorts[0],
 		dbPort:   srvPorts[1],
+		tlsPort:  srvPorts[2],
 		env:      harnessEnv(root, srvPorts[0], srvPorts[1]),
 		deadline: deadline,
 	}
@@ -119,6 +120,7 @@ func TestRealServer(t *testing.T) {
 
 	t.Run("cpp", func(t *testing.T) {
 		checkInterrupted(t)
+		skipIfOnlyCases(t)
 		if cppErr != nil {
 			t.Skipf("no C++ client at %s (apt-get install boinc-client): %v", cppClient, cppErr)
 		}
@@ -128,18 +130,21 @@ func TestRealServer(t *testing.T) {
 	})
 	t.Run("boincd", func(t *testing.T) {
 		checkInterrupted(t)
+		skipIfOnlyCases(t)
 		tm := &timings{label: "boincd", values: map[string]string{}}
 		defer record(tm)
 		s.runClient(t, tm, s.boincd, guiPorts[1], 120*time.Second)
 	})
 	t.Run("boincd_config", func(t *testing.T) {
 		checkInterrupted(t)
+		skipIfOnlyCases(t)
 		tm := &timings{label: "boincd_config", values: map[string]string{}}
 		defer record(tm)
 		s.runConfigClient(t, tm, guiPorts[2], 120*time.Second)
 	})
 	t.Run("import", func(t *testing.T) {
 		checkInterrupted(t)
+		skipIfOnlyCases(t)
 		if cppErr != nil {
 			t.Skipf("no C++ client at %s: %v", cppClient, cppErr)
 		}
@@ -176,6 +181,14 @@ func TestRealServer(t *testing.T) {
 		if err := os.WriteFile(p, []byte("real BOINC server suite, side by side:\n"+tbl), 0o644); err != nil {
 			t.Errorf("writing the timing table to %s: %v", p, err)
 		}
+	}
+}
+
+// skipIfOnlyCases skips a main run when BOINCD_REALSERVER_CASES names
+// the feature cases to run alone.
+func skipIfOnlyCases(t *testing.T) {
+	if onlyCases() != nil {
+		t.Skipf("%s=%s: only those feature cases run", envOnlyCases, os.Getenv(envOnlyCases))
 	}
 }
 
