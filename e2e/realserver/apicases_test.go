@@ -25,11 +25,13 @@ const (
 	// trickleApp's only version has the API binary as its main program:
 	// update_versions finds its api_version in it.
 	trickleApp = "rstrickle"
-	// noAPIApp's only version has a shell script as its main program,
-	// which execs the API binary shipped as the version's second file
-	// (logical name rsapi), as BOINC's wrapper often ships: the version
-	// has no api_version.
+	// noAPIApp's only version is BOINC's wrapper built against the shared
+	// libboinc_api (no API_VERSION string: the version has no
+	// api_version) with job.xml and a worker script.
 	noAPIApp = "rsnoapi"
+	// wrapperApp is the same with the API_VERSION string in the wrapper:
+	// its version has an api_version.
+	wrapperApp = "rswrap"
 	// apiAppVersion and apiPlatform: both apps' only version is
 	// apps/<app>/1.00/<platform>.
 	apiAppVersion = "1.00"
@@ -69,14 +71,27 @@ func apiFeatureCases() []featureCase {
 		},
 		{
 			name: "no_api_version",
-			about: fmt.Sprintf("%s: version without <api_version>, a script exec'ing the API app; fraction done (boinccmd --get_tasks, "+
-				"every 0.5 s) on the app's 1/%d grid", noAPIApp, gridSteps),
+			about: fmt.Sprintf("%s: BOINC's wrapper 7.20.5 in a version without <api_version> (built on Debian's shared libboinc_api), "+
+				"running a shell worker that writes its fraction done to a file; fraction done (boinccmd --get_tasks, every 0.5 s) "+
+				"on the worker's 1/%d grid", noAPIApp, gridSteps),
 			setup: installAPIApps,
 			jobs: func(t *testing.T, s *server, r *caseRun) []string {
 				return s.assignedJobs(t, r, noAPIApp, "--copy", "", func(string) string { return fmt.Sprintf("grid %d %d\n", gridSeconds, gridSteps) })
 			},
 			during:   watchGrid,
-			check:    checkGrid,
+			check:    func(t *testing.T, s *server, r *caseRun) string { return checkGrid(t, s, r, noAPIApp, false) },
+			reported: true,
+		},
+		{
+			name: "wrapper",
+			about: fmt.Sprintf("%s: the same wrapper and worker in a version with <api_version> (the API_VERSION string a static "+
+				"link gives); fraction done on the worker's 1/%d grid", wrapperApp, gridSteps),
+			setup: installAPIApps,
+			jobs: func(t *testing.T, s *server, r *caseRun) []string {
+				return s.assignedJobs(t, r, wrapperApp, "--copy", "", func(string) string { return fmt.Sprintf("grid %d %d\n", gridSeconds, gridSteps) })
+			},
+			during:   watchGrid,
+			check:    func(t *testing.T, s *server, r *caseRun) string { return checkGrid(t, s, r, wrapperApp, true) },
 			reported: true,
 		},
 	}
@@ -84,15 +99,83 @@ func apiFeatureCases() []featureCase {
 
 // ---------------------------------------------------------------- the apps
 
-// installAPIApps builds testdata/rsapi.cpp and adds trickleApp and
-// noAPIApp to the project as setup.sh adds rsapp: the files under
-// apps/<app>/1.00/<platform>/ (version.xml for noAPIApp's two files),
-// templates/<app>_in and _out, the app in project.xml, bin/xadd, then
-// bin/update_versions --noconfirm (which signs the files). The feeder
-// loads the new versions into the scheduler's shared memory on its
-// reread_db trigger. config.xml gets <msg_to_host/>: without it the
-// scheduler sends no msg_to_host row (handle_request.cpp
-// handle_msgs_to_host). It runs once per suite run.
+// apiApp is one app installAPIApps adds: the files of its only version
+// (the first the main program), and whether update_versions must find an
+// api_version in it.
+type apiApp struct {
+	name    string
+	seconds int // its jobs' estimate
+	files   []apiAppFile
+	api     bool
+}
+
+type apiAppFile struct {
+	suffix  string // physical name: <app>_<suffix>_<version>_<platform>, "" for the main program
+	logical string // logical name ("" for the main program)
+	build   func(t *testing.T, out string)
+	body    string // when build is nil
+	mode    os.FileMode
+}
+
+// apiApps are the apps of the API cases: rsapi's trickle and grid modes,
+// and BOINC's own wrapper running a worker script, once in a version
+// without <api_version> (built against the shared libboinc_api, as
+// Debian builds it) and once with.
+func (s *server) apiApps() []apiApp {
+	wrapped := func(tagged bool) []apiAppFile {
+		return []apiAppFile{
+			{build: func(t *testing.T, out string) { s.buildWrapper(t, out, tagged) }, mode: 0o755},
+			{suffix: "job", logical: "job.xml", body: wrapperJob, mode: 0o644},
+			{suffix: "worker", logical: "worker", body: wrapperWorker, mode: 0o755},
+		}
+	}
+	return []apiApp{
+		{name: trickleApp, seconds: trickleSeconds, api: true,
+			files: []apiAppFile{{build: s.buildRSAPI, mode: 0o755}}},
+		{name: noAPIApp, seconds: gridSeconds, files: wrapped(false)},
+		{name: wrapperApp, seconds: gridSeconds, api: true, files: wrapped(true)},
+	}
+}
+
+// wrapperJob is the wrapper's job.xml: one task, the worker, whose
+// fraction done is the last number in its file progress.
+const wrapperJob = `<job_desc>
+    <task>
+        <application>worker</application>
+        <fraction_done_filename>progress</fraction_done_filename>
+    </task>
+</job_desc>
+`
+
+// wrapperWorker is the program the wrapper runs: no BOINC API, a shell
+// script reading "grid SECONDS STEPS" from its input (in, a copy) that
+// writes i/STEPS to progress after each of STEPS equal steps, then its
+// output.
+const wrapperWorker = `#!/bin/sh
+# rs worker (no BOINC API): "grid SECONDS STEPS" in its input; after each
+# step, i/STEPS in progress (the wrapper's fraction_done_filename)
+set -e
+read -r mode secs steps <in
+[ "$mode" = grid ] || { echo "worker: input mode '$mode', want grid" >&2; exit 1; }
+step=$(awk -v s="$secs" -v n="$steps" 'BEGIN { printf "%.3f", s / n }')
+i=1
+while [ "$i" -le "$steps" ]; do
+  sleep "$step"
+  awk -v i="$i" -v n="$steps" 'BEGIN { printf "%.6f\n", i / n }' >progress.tmp
+  mv progress.tmp progress
+  i=$((i + 1))
+done
+echo "worker: $steps steps of $step s" >out
+`
+
+// installAPIApps adds the apiApps to the project as setup.sh adds rsapp:
+// the files under apps/<app>/1.00/<platform>/ (with version.xml naming
+// the logical names of all but the main program), templates/<app>_in and
+// _out, the app in project.xml, bin/xadd, then bin/update_versions
+// --noconfirm (which signs the files). The feeder loads the new versions
+// into the scheduler's shared memory on its reread_db trigger. config.xml
+// gets <msg_to_host/>: without it the scheduler sends no msg_to_host row
+// (handle_request.cpp handle_msgs_to_host). It runs once per suite run.
 func installAPIApps(t *testing.T, s *server) {
 	t.Helper()
 	proj := filepath.Join(s.root, "projects", project)
@@ -101,66 +184,50 @@ func installAPIApps(t *testing.T, s *server) {
 	}
 	t0 := time.Now()
 	s.editProjectFile(t, "config.xml", "<config>", "<config>\n    <msg_to_host/>")
-
-	trickleDir := filepath.Join(proj, "apps", trickleApp, apiAppVersion, apiPlatform)
-	noAPIDir := filepath.Join(proj, "apps", noAPIApp, apiAppVersion, apiPlatform)
-	for _, d := range []string{trickleDir, noAPIDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	apps := s.apiApps()
+	var names []string
+	for _, app := range apps {
+		names = append(names, app.name)
+		dir := filepath.Join(proj, "apps", app.name, apiAppVersion, apiPlatform)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-	}
-	bin := filepath.Join(trickleDir, fmt.Sprintf("%s_%s_%s", trickleApp, apiAppVersion, apiPlatform))
-	s.buildRSAPI(t, bin)
-	exe, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apiFile := fmt.Sprintf("%s_api_%s_%s", noAPIApp, apiAppVersion, apiPlatform)
-	mainFile := fmt.Sprintf("%s_%s_%s", noAPIApp, apiAppVersion, apiPlatform)
-	type projFile struct {
-		path, body string
-		mode       os.FileMode
-	}
-	files := []projFile{
-		{filepath.Join(noAPIDir, apiFile), string(exe), 0o755},
-		// The slot holds the second file under its logical name, as a
-		// <soft_link> file naming the project file (the C++ client) or
-		// as the file itself.
-		{filepath.Join(noAPIDir, mainFile), `#!/bin/sh
-# rsnoapi's main program (no BOINC API here): exec the API app, shipped as
-# this version's second file, logical name rsapi
-f=./rsapi
-link=$(sed -n 's:.*<soft_link>\(.*\)</soft_link>.*:\1:p' "$f" 2>/dev/null)
-[ -n "$link" ] && f=$link
-exec "$f" "$@"
-`, 0o755},
-		{filepath.Join(noAPIDir, "version.xml"), fmt.Sprintf(`<version>
-    <file>
-        <physical_name>%s</physical_name>
-        <main_program/>
-    </file>
-    <file>
-        <physical_name>%s</physical_name>
-        <logical_name>rsapi</logical_name>
-    </file>
-</version>
-`, mainFile, apiFile), 0o644},
-	}
-	for _, app := range []struct {
-		name    string
-		seconds int
-	}{{trickleApp, trickleSeconds}, {noAPIApp, gridSeconds}} {
-		files = append(files,
-			projFile{filepath.Join(proj, "templates", app.name+"_in"), apiInputTemplate(app.seconds), 0o644},
-			projFile{filepath.Join(proj, "templates", app.name+"_out"), apiOutputTemplate, 0o644})
+		var version strings.Builder
+		version.WriteString("<version>\n")
+		for _, f := range app.files {
+			name := fmt.Sprintf("%s_%s_%s", app.name, apiAppVersion, apiPlatform)
+			if f.suffix != "" {
+				name = fmt.Sprintf("%s_%s_%s_%s", app.name, f.suffix, apiAppVersion, apiPlatform)
+			}
+			path := filepath.Join(dir, name)
+			if f.build != nil {
+				f.build(t, path)
+			} else if err := os.WriteFile(path, []byte(f.body), f.mode); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(path, f.mode); err != nil {
+				t.Fatal(err)
+			}
+			if f.logical == "" {
+				fmt.Fprintf(&version, "    <file>\n        <physical_name>%s</physical_name>\n        <main_program/>\n    </file>\n", name)
+			} else {
+				fmt.Fprintf(&version, "    <file>\n        <physical_name>%s</physical_name>\n        <logical_name>%s</logical_name>\n    </file>\n", name, f.logical)
+			}
+		}
+		version.WriteString("</version>\n")
+		if len(app.files) > 1 {
+			if err := os.WriteFile(filepath.Join(dir, "version.xml"), []byte(version.String()), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, body := range map[string]string{app.name + "_in": apiInputTemplate(app.seconds), app.name + "_out": apiOutputTemplate} {
+			if err := os.WriteFile(filepath.Join(proj, "templates", name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 		s.editProjectFile(t, "project.xml", "</boinc>", fmt.Sprintf(
 			"<app>\n        <name>%s</name>\n        <user_friendly_name>Real-server harness API app %s</user_friendly_name>\n    </app>\n</boinc>",
 			app.name, app.name))
-	}
-	for _, f := range files {
-		if err := os.WriteFile(f.path, []byte(f.body), f.mode); err != nil {
-			t.Fatal(err)
-		}
 	}
 
 	ctx, cancel := s.ctx(2 * time.Minute)
@@ -177,13 +244,13 @@ as_srv touch reread_db
 	if err != nil || rc != 0 {
 		t.Fatalf("adding the API apps: exit %d, %v\n%s", rc, err, tail(logPath, 30))
 	}
-	for _, app := range []string{trickleApp, noAPIApp} {
-		doc, err := s.versionXML(app)
+	for _, app := range apps {
+		doc, err := s.versionXML(app.name)
 		if err != nil || doc == "" {
-			t.Fatalf("no app_version of %s after update_versions (%v)\n%s", app, err, tail(logPath, 30))
+			t.Fatalf("no app_version of %s after update_versions (%v)\n%s", app.name, err, tail(logPath, 30))
 		}
-		if has := strings.Contains(doc, "<api_version>"); has != (app == trickleApp) {
-			t.Fatalf("app_version of %s: <api_version> present %v, want %v: %s", app, has, app == trickleApp, doc)
+		if has := strings.Contains(doc, "<api_version>"); has != app.api {
+			t.Fatalf("app_version of %s: <api_version> present %v, want %v: %s", app.name, has, app.api, doc)
 		}
 	}
 	// The feeder rereads apps and versions when it sees reread_db, then
@@ -191,34 +258,49 @@ as_srv touch reread_db
 	for deadline := time.Now().Add(60 * time.Second); fileExists(filepath.Join(proj, "reread_db")); {
 		checkInterrupted(t)
 		if time.Now().After(deadline) {
-			t.Fatalf("the feeder did not take up reread_db within 60 s: the scheduler does not know %s and %s", trickleApp, noAPIApp)
+			t.Fatalf("the feeder did not take up reread_db within 60 s: the scheduler does not know %s", strings.Join(names, ", "))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	if err := os.WriteFile(filepath.Join(proj, apiAppsMarker), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("API apps %s and %s added (%s) in %.1f s", trickleApp, noAPIApp, logPath, time.Since(t0).Seconds())
+	t.Logf("API apps %s added (%s) in %.1f s", strings.Join(names, ", "), logPath, time.Since(t0).Seconds())
 }
 
-// buildRSAPI compiles testdata/rsapi.cpp into out with the system C++
-// compiler ($CXX, else g++, else c++), as package apptest builds its app.
-func (s *server) buildRSAPI(t *testing.T, out string) {
+// cxx is the system C++ compiler ($CXX, else g++, else c++), as package
+// apptest finds it.
+func cxx(t *testing.T) string {
 	t.Helper()
 	candidates := []string{"g++", "c++"}
 	if env := os.Getenv("CXX"); env != "" {
 		candidates = []string{env}
 	}
-	cxx := ""
 	for _, c := range candidates {
 		if p, err := exec.LookPath(c); err == nil {
-			cxx = p
-			break
+			return p
 		}
 	}
-	if cxx == "" {
-		t.Fatalf("no C++ compiler for the API app (tried %s): apt-get install g++", strings.Join(candidates, ", "))
+	t.Fatalf("no C++ compiler for the API apps (tried %s): apt-get install g++", strings.Join(candidates, ", "))
+	return ""
+}
+
+// compile runs a compiler with args, failing the test with its output.
+func (s *server) compile(t *testing.T, dir, compiler string, args ...string) {
+	t.Helper()
+	ctx, cancel := s.ctx(2 * time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, compiler, args...)
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", compiler, strings.Join(args, " "), err, b)
 	}
+}
+
+// buildRSAPI compiles testdata/rsapi.cpp into out against Debian's
+// libboinc-app-dev.
+func (s *server) buildRSAPI(t *testing.T, out string) {
+	t.Helper()
 	if !fileExists("/usr/include/boinc/boinc_api.h") {
 		t.Fatalf("no BOINC API headers for the API app: apt-get install libboinc-app-dev")
 	}
@@ -226,12 +308,38 @@ func (s *server) buildRSAPI(t *testing.T, out string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := s.ctx(2 * time.Minute)
-	defer cancel()
-	args := []string{"-O2", "-Wall", "-o", out, src, "-I/usr/include/boinc", "-lboinc_api", "-lboinc", "-lpthread"}
-	if b, err := exec.CommandContext(ctx, cxx, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", cxx, strings.Join(args, " "), err, b)
+	s.compile(t, "", cxx(t), "-O2", "-Wall", "-o", out, src, "-I/usr/include/boinc", "-lboinc_api", "-lboinc", "-lpthread")
+}
+
+// buildWrapper compiles BOINC's wrapper (testdata/wrapper, upstream
+// 7.20.5) into out against Debian's libboinc-app-dev, as samples/wrapper's
+// Makefile does; tagged links testdata/api_version_tag.c in too (see
+// testdata/wrapper/README.md).
+func (s *server) buildWrapper(t *testing.T, out string, tagged bool) {
+	t.Helper()
+	src, err := filepath.Abs(filepath.Join("testdata", "wrapper"))
+	if err != nil {
+		t.Fatal(err)
 	}
+	tmp := t.TempDir()
+	cc := "gcc"
+	if env := os.Getenv("CC"); env != "" {
+		cc = env
+	}
+	var objs []string
+	cs := []string{"regexp", "regsub", "regerror", "regexp_memory", "regexp_report"}
+	for _, c := range cs {
+		obj := filepath.Join(tmp, c+".o")
+		s.compile(t, src, cc, "-O2", "-w", "-I"+src, "-c", "-o", obj, filepath.Join(src, c+".c"))
+		objs = append(objs, obj)
+	}
+	if tagged {
+		obj := filepath.Join(tmp, "api_version_tag.o")
+		s.compile(t, src, cc, "-O2", "-c", "-o", obj, filepath.Join(src, "..", "api_version_tag.c"))
+		objs = append(objs, obj)
+	}
+	args := append([]string{"-O2", "-w", "-I" + src, "-I/usr/include/boinc", "-o", out, filepath.Join(src, "wrapper.cpp")}, objs...)
+	s.compile(t, src, cxx(t), append(args, "-lboinc_api", "-lboinc", "-lboinc_zip", "-lpthread")...)
 }
 
 // apiInputTemplate is rsapp's input template (setup.sh) with the
@@ -549,18 +657,19 @@ func watchGrid(ctx context.Context, t *testing.T, s *server, r *caseRun) {
 	})
 }
 
-// checkGrid: the version the jobs ran has no api_version; enough samples,
-// all on the grid, and some of the app's own values among them (a client
-// showing only 0 would pass the grid trivially).
-func checkGrid(t *testing.T, s *server, r *caseRun) string {
+// checkGrid: the version the jobs ran (app's) has an api_version or not,
+// as api says; enough samples, all on the grid, and some of the app's
+// own values among them (a client showing only 0 would pass the grid
+// trivially).
+func checkGrid(t *testing.T, s *server, r *caseRun, app string, api bool) string {
 	w, _ := r.watch.(*gridWatch)
 	if w == nil {
 		t.Errorf("%s: no samples", r.label)
 		return "?"
 	}
-	doc, err := s.versionXML(noAPIApp)
-	if err != nil || strings.Contains(doc, "<api_version>") {
-		t.Errorf("%s: the app_version of %s: %v %s; want one without <api_version>", r.label, noAPIApp, err, doc)
+	doc, err := s.versionXML(app)
+	if err != nil || strings.Contains(doc, "<api_version>") != api {
+		t.Errorf("%s: the app_version of %s: %v %s; want <api_version> %v", r.label, app, err, doc, api)
 	}
 	if w.on != w.n {
 		t.Errorf("%s: %d of %d fraction-done samples off the app's 1/%d grid: %v", r.label, w.n-w.on, w.n, gridSteps, w.off)

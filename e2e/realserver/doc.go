@@ -19,12 +19,14 @@
 // jobs validated with no client errors, some credit, and no CRITICAL or
 // parse-error line in the scheduler log for its requests. The suite ends
 // with a side-by-side table of the timings. Then the feature cases
-// (cases_test.go, apicases_test.go, failcases_test.go: gzipped input, a
-// busy scheduler, anonymous platform, trickle messages, an API app in a
-// version without api_version, a job past its elapsed-time limit, a job
-// the project cancels while it runs, an input whose first URL is dead)
-// run both clients at once, each on its own account, and end with a
-// table of what each client did.
+// (cases_test.go, httpscase_test.go, apicases_test.go, failcases_test.go:
+// gzipped input, a busy scheduler, anonymous platform, the project over
+// TLS only, trickle messages, BOINC's wrapper in a version without and
+// with api_version, a job past its elapsed-time limit, a job the project
+// cancels while it runs, an input whose first URL is dead) run both
+// clients at once, each on its own account, and end with a table of what
+// each client did. BOINCD_REALSERVER_CASES=a,b runs only the named
+// feature cases.
 //
 // The suite needs root, the shared scripts, boinccmd and the server
 // packages; without them it skips, unless BOINCD_REQUIRE_REALSERVER=1 (set
