@@ -60,6 +60,11 @@ type featureCase struct {
 	// attachURL, when set, is the URL the client attaches (else the
 	// project's master URL).
 	attachURL func(s *server) string
+	// want, when set, is how many jobs must be done (else all it made).
+	want func(r *caseRun) int
+	// finished, when set, is asked once the jobs are done whether the
+	// run is over too (it runs on the run's own goroutine).
+	finished func(s *server, r *caseRun) bool
 	// clientErrors: every job of the case is meant to fail; a job is done
 	// once reported as a client error (server_state OVER, outcome
 	// CLIENT_ERROR), and one reported as a success fails the case.
@@ -76,6 +81,7 @@ type caseRun struct {
 	auth   string
 	userID int
 	inputs []string
+	t0     time.Time // the client's start
 	// what the run measured: seconds from the client's start
 	firstSent string // the first job sent to it
 	done      string // all jobs validated, or reported (featureCase.reported); "-" if not
@@ -89,7 +95,7 @@ type caseRun struct {
 // here, those of apps linked with the BOINC API (apicases_test.go), and
 // those of jobs that fail or fetch through a dead URL (failcases_test.go).
 func featureCases() []featureCase {
-	all := append(append(append(plainFeatureCases(), httpsCase()), apiFeatureCases()...), failureFeatureCases()...)
+	all := append(append(append(plainFeatureCases(), httpsCase(), limitsCase()), apiFeatureCases()...), failureFeatureCases()...)
 	if only := onlyCases(); only != nil {
 		all = slices.DeleteFunc(all, func(c featureCase) bool { return !only[c.name] })
 	}
@@ -259,8 +265,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 busy="$here/../busy"
 body=$(mktemp "$busy/request.XXXXXX") || exit 1
 cat >"$body"
-# which account asked, and whether over TLS (mod_ssl sets HTTPS=on)
-printf '%%s %%s\n' "${HTTPS:-off}" "$(sed -n 's:.*<authenticator>\([^<]*\)</authenticator>.*:\1:p' "$body" | head -n 1)" >>"$busy/requests"
+# when, whether over TLS (mod_ssl sets HTTPS=on), which account
+printf '%%s %%s %%s\n' "$(date +%%s)" "${HTTPS:-off}" "$(sed -n 's:.*<authenticator>\([^<]*\)</authenticator>.*:\1:p' "$body" | head -n 1)" >>"$busy/requests"
 while read -r auth; do
   [ -n "$auth" ] || continue
   if grep -qF "<authenticator>$auth</authenticator>" "$body" && [ ! -e "$busy/done_$auth" ]; then
@@ -624,6 +630,7 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	stop, exited := s.startClient(t, r.label, r.bin, r.dir, r.port)
 	defer stop()
 	t0 := time.Now()
+	r.t0 = t0
 	if err := waitGUIRPC(r.port, exited); err != nil {
 		t.Fatalf("%s: %v", r.label, err)
 	}
@@ -665,10 +672,18 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 			t.Logf("%s t=%.1fs %s", r.label, time.Since(t0).Seconds(), cur)
 			last = cur
 		}
-		if int(v[doneCol]) >= len(r.inputs) {
-			r.done = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
-			r.passed = true
-			break
+		want := len(r.inputs)
+		if c.want != nil {
+			want = c.want(r)
+		}
+		if int(v[doneCol]) >= want {
+			if r.done == "-" {
+				r.done = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
+			}
+			if c.finished == nil || c.finished(s, r) {
+				r.passed = true
+				break
+			}
 		}
 		if !c.clientErrors && v[3] > 0 {
 			t.Errorf("%s: %.0f results ended in a client error", r.label, v[3])
@@ -679,7 +694,7 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 			break
 		}
 		if time.Since(t0) > timeout {
-			t.Errorf("%s: %.0f of %d jobs %s after %v", r.label, v[doneCol], len(r.inputs), what, timeout)
+			t.Errorf("%s: %.0f of %d jobs %s after %v", r.label, v[doneCol], want, what, timeout)
 			break
 		}
 		select {

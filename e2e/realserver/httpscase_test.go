@@ -250,11 +250,11 @@ func checkHTTPS(t *testing.T, s *server, r *caseRun) string {
 	}
 	tlsReqs, plainReqs := 0, 0
 	for _, l := range strings.Split(string(reqs), "\n") {
-		on, auth, ok := strings.Cut(l, " ")
-		if !ok || auth != r.auth {
+		f := strings.Fields(l) // time, HTTPS, account
+		if len(f) != 3 || f[2] != r.auth {
 			continue
 		}
-		if on == "on" {
+		if f[1] == "on" {
 			tlsReqs++
 		} else {
 			plainReqs++

@@ -3,6 +3,7 @@
 package realserver
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -184,6 +187,57 @@ func TestRealServer(t *testing.T) {
 	}
 }
 
+// heldGrace is how long the C++ client may sit with every task it has
+// finished and ready to report, and nothing else to do, before
+// endHeldRun ends its run: a client that reports does so within seconds
+// of its last upload, as boincd does and the C++ client mostly does.
+const heldGrace = 30 * time.Second
+
+// endHeldRun watches a C++ client run (run_client.sh on port) for the
+// client's held-report race (see runClient): when every task it has has
+// been ready to report for heldGrace, no task left to run, it records
+// how many into held and stops the client (SIGTERM, by run_client.sh's
+// pid file), which ends run_client.sh at once with its evidence, rather
+// than at its timeout 100 s later. Ends with ctx.
+func (s *server) endHeldRun(ctx context.Context, t *testing.T, label string, port int, held *atomic.Int64) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	var since time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		tasks, err := getTasks(port)
+		stuck := err == nil && len(tasks) > 0
+		for _, tk := range tasks {
+			stuck = stuck && tk.ready
+		}
+		switch {
+		case !stuck:
+			since = time.Time{}
+			continue
+		case since.IsZero():
+			since = time.Now()
+			continue
+		case time.Since(since) < heldGrace:
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.root, "clients", strconv.Itoa(port)+".pid"))
+		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || perr != nil || pid <= 1 {
+			t.Logf("%s: %d task(s) held for %v, but no pid file to stop the client (%v %v)", label, len(tasks), heldGrace, err, perr)
+			return
+		}
+		held.Store(int64(len(tasks)))
+		t.Logf("%s: every task (%d) ready to report and held for %v with nothing else to do: stopping the client (pid %d)",
+			label, len(tasks), heldGrace, pid)
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		return
+	}
+}
+
 // skipIfOnlyCases skips a main run when BOINCD_REALSERVER_CASES names
 // the feature cases to run alone.
 func skipIfOnlyCases(t *testing.T) {
@@ -207,6 +261,13 @@ func (s *server) runClient(t *testing.T, tm *timings, bin string, port int, time
 	ctx, cancel := s.ctx(runTimeout + 75*time.Second)
 	defer cancel()
 	t0 := time.Now()
+	var heldEnd atomic.Int64
+	if bin == cppClient {
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); s.endHeldRun(wctx, t, label, port, &heldEnd) }()
+		defer func() { stopWatch(); <-watched }()
+	}
 	rc, err := s.run(ctx, logPath, []string{"MAKE_WORK=0", fmt.Sprintf("TIMEOUT=%d", int(runTimeout.Seconds()))},
 		s.script("run_client.sh"), bin, dir, strconv.Itoa(port), strconv.Itoa(nTasks), label)
 	out, _ := os.ReadFile(logPath)
@@ -227,6 +288,11 @@ func (s *server) runClient(t *testing.T, tm *timings, bin string, port int, time
 	t.Logf("run_client.sh %s: exit %d after %.0f s: %s", label, rc, time.Since(t0).Seconds(), validated)
 	held := heldReports(dir)
 	tm.values["held"] = strconv.Itoa(held)
+	if n := int(heldEnd.Load()); n > 0 {
+		// endHeldRun stopped the client: its task list is gone with it
+		held = n
+		tm.values["held"] = fmt.Sprintf("%d, stopped", held)
+	}
 	switch {
 	case err != nil:
 		t.Errorf("run_client.sh: %v", err)
