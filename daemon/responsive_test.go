@@ -210,3 +210,31 @@ func TestFailedJobClearsFetchBackoff(t *testing.T) {
 		return len(st.Sent) == 2 && st.Reported[st.Sent[0]] > 0
 	})
 }
+
+// Two jobs that fail one after the other hold work fetch from the project
+// ("tasks keep failing"); their reports do not wait for that hold (30 to
+// 60 s here, up to 4 h in production) or the report delay's hour: both
+// are reported at once. The C++ client held such results until a user's
+// update (e2e/realserver time_limit).
+func TestFailuresReportedWhileFetchHeld(t *testing.T) {
+	t.Parallel()
+	srv := testsupport.StartProject(t, testproject.Config{
+		MaxJobsPerRPC: 2,
+		TotalJobs:     2,
+		Job:           testproject.JobTemplate{CommandLine: "--seconds 1 --exit 1", FpopsEst: 1e9, Deadline: 7 * 24 * time.Hour},
+	})
+	h := startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) {
+		o.PollInterval = 200 * time.Millisecond
+		o.WorkFetchInterval = 60 * time.Second
+		o.RPCBackoffMin = 60 * time.Second
+		o.FetchBackoffMin = 600 * time.Second
+		o.MaxReportDelay = time.Hour
+	})
+	testsupport.WaitFor(t, 20*time.Second, "both failed jobs reported", func() bool {
+		st := srv.Stats()
+		return len(st.Sent) == 2 && st.Reported[st.Sent[0]] > 0 && st.Reported[st.Sent[1]] > 0
+	})
+	if len(h.logs.Find("tasks keep failing; holding off work fetch from this project")) == 0 {
+		t.Errorf("work fetch was not held: the test shows nothing")
+	}
+}

@@ -190,7 +190,9 @@ func (d *Daemon) clearBackoffForJobsFinishedDuringRPC(p *boinc.Project, reported
 // (scheduler_rpc_poll's suspend_soon), when its deadline is within the
 // larger of a day and the minimum buffer (REPORT_DEADLINE_CUSHION), an
 // hour after it completed (MAX_REPORT_DELAY), or when 64 wait
-// (RESULT_REPORT_IF_AT_LEAST_N); never while an upload of the project's
+// (RESULT_REPORT_IF_AT_LEAST_N); and, boincd's own rule, a failed result
+// while the project's work fetch is held for failing tasks; never while
+// an upload of the project's
 // runs (actively_uploading). The caller has checked min_rpc_time and
 // suspension, the rest of dont_contact.
 func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
@@ -208,6 +210,16 @@ func (d *Daemon) resultsDue(p *boinc.Project, now time.Time) bool {
 		n++
 		switch {
 		case p.NoNewTasks, p.DetachPending, r.ReportImmediately, d.cc.eff.ReportResultsImmediately, d.reportAtOnce(r), suspendSoon:
+			due = true
+		case r.Phase != boinc.PhaseUploaded && now.Before(p.TaskBackoffUntil):
+			// Not in the C++ client: a failed task is reported at once
+			// while boincd holds work fetch from the project because its
+			// tasks keep failing. The report would otherwise ride on the
+			// work request that hold delays (up to 4 h, or the report
+			// delay's hour); the project learns now, resends the job to
+			// another host, and can lower this host's quota. The C++
+			// client held such results until a user's update (the
+			// real-server suite's time_limit case).
 			due = true
 		case now.After(r.ReportDeadline.Add(-cushion)):
 			due = true
