@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,7 +47,8 @@ func (f *slotRemover) remove(path string) error {
 	refused := f.refuse[n]
 	f.mu.Unlock()
 	if refused {
-		return &fs.PathError{Op: "unlinkat", Path: filepath.Join(path, "held_open"), Err: errors.New("Invalid function.")}
+		// Errno 1 is Windows's ERROR_INVALID_FUNCTION, Wine's answer.
+		return &fs.PathError{Op: "unlinkat", Path: filepath.Join(path, "held_open"), Err: syscall.Errno(1)}
 	}
 	return os.RemoveAll(path)
 }

@@ -57,7 +57,7 @@ func TestSlotOfAnotherTaskSetUpAgain(t *testing.T) {
 }
 
 // errInvalidFunction is what Wine answered unlinkat in a slot with.
-var errInvalidFunction = errors.New("unlinkat: Invalid function.")
+var errInvalidFunction = errors.New("unlinkat: Invalid function") // Wine's text ends with a full stop
 
 // refuseRemove is a RemoveAll that cannot remove anything.
 func refuseRemove(string) error { return errInvalidFunction }
