@@ -15,7 +15,6 @@ import (
 	"github.com/boincd/boincd/ccconfig"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/hostcond"
-	"github.com/boincd/boincd/taskrunner"
 	"github.com/boincd/boincd/workfetch"
 )
 
@@ -651,10 +650,7 @@ func (d *Daemon) abortJobsOnExit(now time.Time) {
 		}
 		delete(d.active, r.Key()) // already stopped by shutdown
 		r.PID = 0
-		if r.Slot >= 0 {
-			_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
-			r.Slot = -1
-		}
+		d.cleanTaskSlot(r)
 		if err := r.Fail(boinc.PhaseAborted, boinc.ExitAbortedByClient, "aborted on exit (abort_jobs_on_exit)", now); err != nil {
 			d.taskLog(r).Warn("cannot abort task", slog.Any("err", err))
 			continue

@@ -107,6 +107,10 @@ type Options struct {
 	// that a scheduler reply can be saved on a full disk (persist.go);
 	// 0 means DefaultStateReserve, negative none.
 	StateReserve int64
+	// RemoveAll removes a slot directory and everything in it; nil means
+	// os.RemoveAll. Tests make a slot impossible to clear this way, as a
+	// file held open by a virus scanner does on Windows (slots.go).
+	RemoveAll func(path string) error
 }
 
 func (o *Options) setDefaults() {
@@ -222,6 +226,13 @@ type Daemon struct {
 	netStats        boinc.NetStats                // measured transfer rates, persisted
 	dailyStats      map[string][]boinc.DailyStats // master URL → credit history, persisted (stats.go)
 	dailyXfers      []boinc.DailyXfer             // bytes moved per day, persisted (stats.go)
+
+	// dirtySlots are the slot numbers whose directory could not be
+	// cleared: no task is given them until it can (slots.go).
+	dirtySlots    map[int]bool
+	nextSlotRetry time.Time
+	// noSlotWarned: a start found no usable slot, and said so once.
+	noSlotWarned bool
 
 	// suspendLog: the suspensions last told to the event log (evlog.go).
 	suspendLog suspendLog
@@ -385,6 +396,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		Logger:    d.opt.Logger.With(slog.String("component", "runner")),
 		Events:    d.taskEvents,
 		QuitGrace: d.opt.QuitGrace,
+		RemoveAll: d.opt.RemoveAll,
 	})
 	if err != nil {
 		return fmt.Errorf("task runner: %w", err)
@@ -483,6 +495,7 @@ func (d *Daemon) step(now time.Time) {
 	}
 	d.maybeScanExclusive(now)
 	d.trimTaskOutputs(now)
+	d.retryDirtySlots(now)
 	d.finishDetaches(now)
 	d.advanceResults(now)
 	d.startTransfers(now)

@@ -15,7 +15,6 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/guirpc"
-	"github.com/boincd/boincd/taskrunner"
 )
 
 // reloadConfig re-reads the config file (SIGHUP). A bad file is refused
@@ -255,7 +254,7 @@ func (d *Daemon) dropProjectWork(url string) {
 			_ = d.runner.Kill(r.Key())
 			delete(d.active, r.Key())
 		} else if r.Slot >= 0 {
-			_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
+			d.cleanSlot(r.Slot)
 		}
 	}
 	for k, x := range d.xfers {

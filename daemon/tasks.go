@@ -95,9 +95,9 @@ func (d *Daemon) recoverTasks() {
 		if err != nil || owned[n] {
 			continue
 		}
-		if err := taskrunner.CleanSlot(d.opt.DataDir, n); err != nil {
-			d.log.Warn("cannot clean unused slot", slog.Int("slot", n), slog.Any("err", err))
-		}
+		// One that cannot be removed is skipped by starts until it can
+		// (slots.go), as delete_old_slot_dirs leaves it to get_free_slot.
+		d.cleanSlot(n)
 	}
 }
 
@@ -127,20 +127,6 @@ func (d *Daemon) runnable(r *boinc.Result, now time.Time) (bool, string) {
 		}
 	}
 	return true, ""
-}
-
-func (d *Daemon) freeSlot() int {
-	used := map[int]bool{}
-	for _, r := range d.st.results {
-		if r.Slot >= 0 {
-			used[r.Slot] = true
-		}
-	}
-	for n := 0; ; n++ {
-		if !used[n] {
-			return n
-		}
-	}
 }
 
 func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
@@ -184,7 +170,18 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		r.FractionDone = 0
 	}
 	if r.Slot < 0 {
-		r.Slot = d.freeSlot()
+		n, ok := d.freeSlot()
+		if !ok {
+			// Every slot number up to the limit is dirty: the task waits
+			// in the queue, as get_free_slot's caller leaves it.
+			if !d.noSlotWarned {
+				d.noSlotWarned = true
+				log.Error("task not started: no slot directory can be cleared", slog.Int("slots_tried", d.maxSlots()))
+			}
+			return
+		}
+		d.noSlotWarned = false
+		r.Slot = n
 	}
 	if err := r.SetPhase(boinc.PhaseComputing); err != nil {
 		log.Error("cannot start task", slog.Any("err", err))
@@ -223,6 +220,16 @@ func (d *Daemon) startTask(r *boinc.Result, gpus []int, now time.Time) {
 		spec.GPUType, spec.GPUDevices, spec.GPUUsage = rsc.String(), append([]int(nil), gpus...), ngpus
 	}
 	slot, pid, err := d.runner.Start(d.ctx, spec)
+	if errors.Is(err, taskrunner.ErrSlotNotCleared) {
+		// The task's own slot held another task's files that cannot be
+		// removed: the slot, not the task, is at fault. The task leaves
+		// it (its checkpoint was never there) and the next start gives
+		// it a clean one.
+		d.slotDirty(r.Slot, err)
+		r.Slot = -1
+		d.batch.PutResult(r)
+		return
+	}
 	if errors.Is(err, taskrunner.ErrRootRefused) || errors.Is(err, taskrunner.ErrAppUser) {
 		// The policy, not the task, is at fault: it keeps its slot and
 		// starts once the policy allows.
@@ -350,10 +357,15 @@ func (d *Daemon) handleTaskExit(ev taskrunner.Event, now time.Time) {
 	r := d.st.results[ev.ResultKey]
 	at := d.active[ev.ResultKey]
 	delete(d.active, ev.ResultKey)
+	if ev.SlotErr != nil {
+		// The task's exit counts as it is; only its slot is left
+		// (ACTIVE_TASK::handle_exited_app ignores a failed clean-out).
+		d.slotDirty(ev.Slot, ev.SlotErr)
+	}
 	if r == nil {
 		// The task's project was detached while it ran: nothing to record,
 		// but its slot must not outlive it.
-		_ = taskrunner.CleanSlot(d.opt.DataDir, ev.Slot)
+		d.cleanSlot(ev.Slot)
 		return
 	}
 	log := d.taskLog(r)
@@ -489,10 +501,7 @@ func (d *Daemon) abortTask(r *boinc.Result, status int, msg string, now time.Tim
 		}
 		return
 	}
-	if r.Slot >= 0 {
-		_ = taskrunner.CleanSlot(d.opt.DataDir, r.Slot)
-		r.Slot = -1
-	}
+	d.cleanTaskSlot(r)
 	if err := r.Fail(boinc.PhaseAborted, status, msg, now); err != nil {
 		d.taskLog(r).Warn("cannot abort task", slog.Any("err", err))
 		return

@@ -18,7 +18,6 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/codesign"
 	"github.com/boincd/boincd/rpcclient"
-	"github.com/boincd/boincd/taskrunner"
 )
 
 // File integrity: what a task runs and reads is what was verified.
@@ -362,13 +361,13 @@ func (d *Daemon) recheckWaitingTask(r *boinc.Result, now time.Time) {
 	}
 }
 
-// cleanTaskSlot removes the slot of a task that is not running.
+// cleanTaskSlot removes the slot of a task that is not running and takes
+// it from the task; a slot that cannot be removed is left dirty
+// (slots.go), and the task goes on without it all the same.
 func (d *Daemon) cleanTaskSlot(r *boinc.Result) {
 	if r.Slot < 0 {
 		return
 	}
-	if err := taskrunner.CleanSlot(d.opt.DataDir, r.Slot); err != nil {
-		d.taskLog(r).Warn("cannot clean slot", slog.Int("slot", r.Slot), slog.Any("err", err))
-	}
+	d.cleanSlot(r.Slot)
 	r.Slot = -1
 }

@@ -105,10 +105,15 @@ func (r *Runner) wait(t *task) {
 	if info.Outcome == Success {
 		r.collectOutputs(t, &info)
 	}
+	// The C++ client cleans the slot out the same way and carries on
+	// whatever the result (ACTIVE_TASK::handle_exited_app): a slot that
+	// cannot be cleared does not change what the task computed. The
+	// daemon hears of it in the event and logs it once per slot.
+	var slotErr error
 	switch info.Outcome {
 	case Success, Error, Aborted:
-		if err := os.RemoveAll(t.dir); err != nil {
-			r.log.Warn("clean slot", "result", t.name, "slot", t.slot, "err", err)
+		if err := r.cfg.RemoveAll(t.dir); err != nil {
+			slotErr = fmt.Errorf("clean slot %s: %w", t.dir, err)
 		}
 	}
 	// The caller logs what the exit means for the task, with its project.
@@ -127,7 +132,7 @@ func (r *Runner) wait(t *task) {
 		delete(r.busy, t.slot)
 	}
 	r.mu.Unlock()
-	r.send(Event{ResultKey: t.key, Slot: t.slot, Exit: info})
+	r.send(Event{ResultKey: t.key, Slot: t.slot, Exit: info, SlotErr: slotErr})
 }
 
 // classify maps the exit to an Outcome (PROTOCOLS §6.5).

@@ -28,6 +28,11 @@ const (
 var (
 	ErrNotRunning = errors.New("task is not running")
 	ErrClosed     = errors.New("runner is stopped")
+	// ErrSlotNotCleared: a start found its slot holding another task's
+	// files and could not remove them (a file held open by a virus
+	// scanner or an indexer on Windows). The slot, not the task, is at
+	// fault: the caller gives the task another slot.
+	ErrSlotNotCleared = errors.New("slot directory cannot be cleared")
 )
 
 // Config configures a Runner.
@@ -53,6 +58,10 @@ type Config struct {
 	// DiskCheckInterval is how often Poll measures each slot directory
 	// for the disk limit and peak disk usage. Default 10 s.
 	DiskCheckInterval time.Duration
+	// RemoveAll removes a slot directory and everything in it; nil means
+	// os.RemoveAll. Tests make a slot impossible to clear this way, as a
+	// file held open on Windows does.
+	RemoveAll func(path string) error
 }
 
 // TaskSpec is everything needed to start (or restart) one task. The
@@ -255,6 +264,11 @@ type Event struct {
 	ResultKey string
 	Slot      int
 	Exit      ExitInfo
+	// SlotErr is why the slot directory could not be removed after a
+	// final exit (success, error, abort). The exit counts all the same:
+	// the outputs were collected first; the caller skips the slot until
+	// it can be cleared.
+	SlotErr error
 }
 
 // Runner starts and controls task processes. All methods are safe for
@@ -306,6 +320,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.DiskCheckInterval <= 0 {
 		cfg.DiskCheckInterval = DefaultDiskCheckInterval
+	}
+	if cfg.RemoveAll == nil {
+		cfg.RemoveAll = os.RemoveAll
 	}
 	cfg.DataDir = filepath.Clean(cfg.DataDir)
 	// Nothing of this runner runs yet: whatever works in a slot was left
@@ -440,7 +457,7 @@ func (r *Runner) Start(ctx context.Context, spec TaskSpec) (slot int, pid int, e
 		// A slot allocated for this start holds nothing worth keeping;
 		// a reused one keeps its checkpoint files.
 		if spec.Slot < 0 {
-			if err := os.RemoveAll(slotDir(r.dataDir, n)); err != nil {
+			if err := r.cfg.RemoveAll(slotDir(r.dataDir, n)); err != nil {
 				r.log.Warn("clean slot after failed start", "slot", n, "err", err)
 			}
 		}

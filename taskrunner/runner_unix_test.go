@@ -561,13 +561,13 @@ func TestRestartInSameSlotAndAllocation(t *testing.T) {
 	if x := waitEvent(t, e.events, 10*time.Second).Exit; x.Outcome != Success {
 		t.Fatalf("second run %+v", x)
 	}
-	if err := CleanSlot(e.dataDir, 0); err != nil {
+	if err := CleanSlot(e.dataDir, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(e.dataDir, "slots", "0")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("CleanSlot left the slot: %v", err)
 	}
-	if err := CleanSlot("relative", 0); err == nil {
+	if err := CleanSlot("relative", 0, nil); err == nil {
 		t.Fatal("CleanSlot accepted a relative data dir")
 	}
 }

@@ -78,16 +78,26 @@ func dirMissingOrEmpty(dir string) (bool, error) {
 	return len(names) == 0, nil
 }
 
-// CleanSlot removes slots/N and everything in it.
-func CleanSlot(dataDir string, slot int) error {
+// SlotEmpty reports whether slots/N is missing or empty, so a task may be
+// set up there without removing anything first.
+func SlotEmpty(dataDir string, slot int) (bool, error) {
+	return dirMissingOrEmpty(slotDir(filepath.Clean(dataDir), slot))
+}
+
+// CleanSlot removes slots/N and everything in it with remove (nil:
+// os.RemoveAll).
+func CleanSlot(dataDir string, slot int, remove func(string) error) error {
 	if slot < 0 {
 		return fmt.Errorf("clean slot: invalid slot %d", slot)
 	}
 	if !filepath.IsAbs(dataDir) {
 		return fmt.Errorf("clean slot %d: data directory %q is not absolute", slot, dataDir)
 	}
+	if remove == nil {
+		remove = os.RemoveAll
+	}
 	dir := slotDir(filepath.Clean(dataDir), slot)
-	if err := os.RemoveAll(dir); err != nil {
+	if err := remove(dir); err != nil {
 		return fmt.Errorf("clean slot %s: %w", dir, err)
 	}
 	return nil
@@ -212,8 +222,8 @@ func (r *Runner) prepare(ctx context.Context, spec TaskSpec, slot int, acct *App
 	switch {
 	case err == nil && len(marker) > 0 && string(marker) != spec.Result.Name:
 		r.log.Warn("slot was set up for another task; setting it up again", "slot", slot, "result", spec.Result.Name, "set_up_for", string(marker))
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, fmt.Errorf("clear slot %d of %s: %w", slot, marker, err)
+		if err := r.cfg.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("clear slot %d of %s: %w: %w", slot, marker, ErrSlotNotCleared, err)
 		}
 		if err := os.MkdirAll(dir, 0o771); err != nil {
 			return nil, fmt.Errorf("create slot: %w", err)

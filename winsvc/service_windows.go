@@ -37,14 +37,21 @@ var (
 	_ [1]struct{} = [1 + svc.AcceptParamChange - svc.Accepted(AcceptParamChange)]struct{}{}
 	_ [1]struct{} = [1 + svc.AcceptPreShutdown - svc.Accepted(AcceptPreShutdown)]struct{}{}
 	_ [1]struct{} = [1 + windows.ERROR_SERVICE_SPECIFIC_ERROR - windows.Errno(ErrorServiceSpecific)]struct{}{}
+	_ [1]struct{} = [1 + windows.ERROR_FAILED_SERVICE_CONTROLLER_CONNECT - windows.Errno(ErrorFailedServiceControllerConnect)]struct{}{}
+	_ [1]struct{} = [1 + windows.ERROR_FILE_NOT_FOUND - windows.Errno(errorFileNotFound)]struct{}{}
 )
 
-// Handler is the svc.Handler that runs Service under the SCM.
-type Handler struct{ Service *Service }
+// Handler is the svc.Handler that runs a Service. New builds it when the
+// service starts, told whether the SCM runs it (false: the console), so
+// the logs go where someone reads them.
+type Handler struct {
+	New      func(underSCM bool) *Service
+	underSCM bool
+}
 
 // Execute implements svc.Handler.
 func (h Handler) Execute(_ []string, r <-chan svc.ChangeRequest, s chan<- svc.Status) (bool, uint32) {
-	st := Serve(h.Service, r, func(c svc.ChangeRequest) Cmd { return Cmd(c.Cmd) }, s, toSvcStatus)
+	st := Serve(h.New(h.underSCM), r, func(c svc.ChangeRequest) Cmd { return Cmd(c.Cmd) }, s, toSvcStatus)
 	if st.ServiceSpecificExitCode != 0 {
 		return true, st.ServiceSpecificExitCode
 	}
@@ -73,33 +80,24 @@ func fromSvcStatus(st svc.Status) Status {
 	}
 }
 
-// IsWindowsService reports whether this process was started by the SCM.
-func IsWindowsService() (bool, error) {
-	ok, err := svc.IsWindowsService()
-	if err != nil {
-		return false, fmt.Errorf("detect Windows service: %w", err)
-	}
-	return ok, nil
-}
-
-// Run runs s: under the SCM when the SCM started this process, otherwise
-// in the console with svc/debug, where Ctrl+C is the Stop control (for
-// trying the service path without installing it).
-func Run(s *Service) error {
-	isSvc, err := IsWindowsService()
-	if err != nil {
-		return err
-	}
-	if isSvc {
-		if err := svc.Run(Name, Handler{s}); err != nil {
-			return fmt.Errorf("service %s: %w", Name, err)
+// Run runs the service newService builds: under the SCM when the service
+// dispatcher connects to it, otherwise (the dispatcher's
+// ERROR_FAILED_SERVICE_CONTROLLER_CONNECT: started from a console) with
+// svc/debug, where Ctrl+C is the Stop control, for trying the service
+// path without installing it. The dispatcher is tried first rather than
+// svc.IsWindowsService, which is false under Wine's SCM (AfterDispatch).
+func Run(newService func(underSCM bool) *Service) error {
+	err := svc.Run(Name, Handler{New: newService, underSCM: true})
+	switch AfterDispatch(err) {
+	case DispatchDone:
+		return nil
+	case DispatchConsole:
+		if err := debug.Run(Name, Handler{New: newService}); err != nil {
+			return fmt.Errorf("service %s (console): %w", Name, err)
 		}
 		return nil
 	}
-	if err := debug.Run(Name, Handler{s}); err != nil {
-		return fmt.Errorf("service %s (console): %w", Name, err)
-	}
-	return nil
+	return fmt.Errorf("service %s: connect to the service manager: %w", Name, err)
 }
 
 // OpenEventLog opens the Application event log under the boincd source.
@@ -142,40 +140,46 @@ const failureResetSeconds = 24 * 60 * 60
 // exit code, not only crashes), the event log source, and the data
 // directory's ACL. It needs an elevated (administrator) process. A
 // partly done install is undone.
-func Install(exePath string, args []string, opts InstallOptions) (err error) {
+//
+// The service itself, the account's right to log on as a service and the
+// data directory's ACL are required. The rest (description, service SID
+// type, delayed start, recovery actions, preshutdown timeout, event log
+// source) is optional: a setting the system refuses (older Windows, Wine)
+// is returned in skipped and the install still succeeds.
+func Install(exePath string, args []string, opts InstallOptions) (skipped []Skipped, err error) {
 	if opts.Account.NeedsPassword && opts.Password == "" {
-		return fmt.Errorf("install service %s: account %s needs its password", Name, opts.Account.StartName)
+		return nil, fmt.Errorf("install service %s: account %s needs its password", Name, opts.Account.StartName)
 	}
 	if !opts.Account.NeedsPassword && opts.Password != "" {
-		return fmt.Errorf("install service %s: %s (%s) has no password; do not give one", Name, opts.Account.StartName, opts.Account.Kind)
+		return nil, fmt.Errorf("install service %s: %s (%s) has no password; do not give one", Name, opts.Account.StartName, opts.Account.Kind)
 	}
 	if _, err := CommandLine(exePath, args); err != nil {
-		return fmt.Errorf("install service %s: %w", Name, err)
+		return nil, fmt.Errorf("install service %s: %w", Name, err)
 	}
 	m, err := mgr.Connect()
 	if err != nil {
-		return fmt.Errorf("install service %s: connect to the service manager (run as administrator): %w", Name, err)
+		return nil, fmt.Errorf("install service %s: connect to the service manager (run as administrator): %w", Name, err)
 	}
 	defer m.Disconnect()
 	if s, err := m.OpenService(Name); err == nil {
 		s.Close()
-		return fmt.Errorf("install service %s: it is already installed; run \"boincd service uninstall\" first", Name)
+		return nil, fmt.Errorf("install service %s: it is already installed; run \"boincd service uninstall\" first", Name)
 	}
 
 	sids := []string{ServiceSID(Name)}
 	if opts.Account.Kind == User {
 		computer, err := windows.ComputerName()
 		if err != nil {
-			return fmt.Errorf("install service %s: computer name: %w", Name, err)
+			return nil, fmt.Errorf("install service %s: computer name: %w", Name, err)
 		}
 		sid, _, _, err := windows.LookupSID("", opts.Account.LookupName(computer))
 		if err != nil {
-			return fmt.Errorf("install service %s: look up account %s: %w", Name, opts.Account.StartName, err)
+			return nil, fmt.Errorf("install service %s: look up account %s: %w", Name, opts.Account.StartName, err)
 		}
 		// The SCM does not grant "Log on as a service" (services.msc
 		// does): without it the service fails to start with error 1069.
 		if err := grantServiceLogonRight(sid); err != nil {
-			return fmt.Errorf("install service %s: grant %s the right to log on as a service: %w", Name, opts.Account.StartName, err)
+			return nil, fmt.Errorf("install service %s: grant %s the right to log on as a service: %w", Name, opts.Account.StartName, err)
 		}
 		sids = append(sids, sid.String())
 	}
@@ -184,20 +188,19 @@ func Install(exePath string, args []string, opts InstallOptions) (err error) {
 	if opts.ManualStart {
 		startType = mgr.StartManual
 	}
+	// Only what the service cannot run without goes into CreateService:
+	// x/sys's CreateService deletes the service again when one of the
+	// settings it applies after creating it (SID type, description,
+	// delayed start) is refused.
 	s, err := m.CreateService(Name, exePath, mgr.Config{
 		StartType:        startType,
-		DelayedAutoStart: !opts.ManualStart,
 		ErrorControl:     mgr.ErrorNormal,
 		DisplayName:      DisplayName,
-		Description:      Description,
 		ServiceStartName: opts.Account.StartName,
 		Password:         opts.Password,
-		// The service SID goes into the process token whatever the
-		// account, so the data directory's ACL can name it.
-		SidType: windows.SERVICE_SID_TYPE_UNRESTRICTED,
 	}, args...)
 	if err != nil {
-		return fmt.Errorf("install service %s: create: %w", Name, err)
+		return nil, fmt.Errorf("install service %s: create: %w", Name, err)
 	}
 	defer s.Close()
 	defer func() {
@@ -207,27 +210,62 @@ func Install(exePath string, args []string, opts InstallOptions) (err error) {
 			}
 		}
 	}()
-	if err := s.SetRecoveryActions(restartActions, failureResetSeconds); err != nil {
-		return fmt.Errorf("install service %s: recovery actions: %w", Name, err)
+	steps := []step{
+		{what: "description", optional: true, do: func() error { return setDescription(s.Handle, Description) }},
+		{
+			// The service SID goes into the process token whatever the
+			// account, so the data directory's ACL can name it; the
+			// virtual account NT SERVICE\boincd is that SID anyway.
+			what: "service SID in the process token (the data directory's ACL names it; other accounts than NT SERVICE\\" + Name + " need their own access)", optional: true,
+			do: func() error { return setSIDType(s.Handle, windows.SERVICE_SID_TYPE_UNRESTRICTED) },
+		},
 	}
-	if err := s.SetRecoveryActionsOnNonCrashFailures(true); err != nil {
-		return fmt.Errorf("install service %s: recovery on non-zero exit: %w", Name, err)
+	if !opts.ManualStart {
+		steps = append(steps, step{what: "delayed automatic start (it starts automatically, without the delay)", optional: true,
+			do: func() error { return setDelayedAutoStart(s.Handle) }})
 	}
-	if err := setPreshutdownTimeout(s.Handle, opts.StopWaitHint); err != nil {
-		return fmt.Errorf("install service %s: preshutdown timeout: %w", Name, err)
-	}
+	steps = append(steps,
+		step{what: "restart on failure (recovery actions)", optional: true,
+			do: func() error { return s.SetRecoveryActions(restartActions, failureResetSeconds) }},
+		step{what: "restart on a non-zero exit code", optional: true,
+			do: func() error { return s.SetRecoveryActionsOnNonCrashFailures(true) }},
+		step{what: "preshutdown timeout (at system shutdown tasks get only the usual few seconds)", optional: true,
+			do: func() error { return setPreshutdownTimeout(s.Handle, opts.StopWaitHint) }},
+	)
 	if opts.DataDir != "" {
-		if err := secureDataDir(opts.DataDir, sids); err != nil {
-			return fmt.Errorf("install service %s: %w", Name, err)
-		}
+		steps = append(steps, step{what: "data directory", do: func() error { return secureDataDir(opts.DataDir, sids) }})
 	}
-	// A source left by an earlier install would make InstallAsEventCreate
-	// fail; its registration is the same, so replace it.
-	_ = eventlog.Remove(Name)
-	if err := eventlog.InstallAsEventCreate(Name, eventlog.Error|eventlog.Warning|eventlog.Info); err != nil {
-		return fmt.Errorf("install service %s: event log source: %w", Name, err)
+	steps = append(steps, step{what: "event log source (Event Viewer shows boincd's messages with a 'description cannot be found' note)", optional: true,
+		do: func() error {
+			// A source left by an earlier install would make
+			// InstallAsEventCreate fail; its registration is the same,
+			// so replace it.
+			_ = eventlog.Remove(Name)
+			return eventlog.InstallAsEventCreate(Name, eventlog.Error|eventlog.Warning|eventlog.Info)
+		}})
+	skipped, err = runSteps(steps)
+	if err != nil {
+		return nil, fmt.Errorf("install service %s: %w", Name, err)
 	}
-	return nil
+	return skipped, nil
+}
+
+func setDescription(h windows.Handle, text string) error {
+	p, err := windows.UTF16PtrFromString(text)
+	if err != nil {
+		return err
+	}
+	d := windows.SERVICE_DESCRIPTION{Description: p}
+	return windows.ChangeServiceConfig2(h, windows.SERVICE_CONFIG_DESCRIPTION, (*byte)(unsafe.Pointer(&d)))
+}
+
+func setSIDType(h windows.Handle, sidType uint32) error {
+	return windows.ChangeServiceConfig2(h, windows.SERVICE_CONFIG_SERVICE_SID_INFO, (*byte)(unsafe.Pointer(&sidType)))
+}
+
+func setDelayedAutoStart(h windows.Handle) error {
+	d := windows.SERVICE_DELAYED_AUTO_START_INFO{IsDelayedAutoStartUp: 1}
+	return windows.ChangeServiceConfig2(h, windows.SERVICE_CONFIG_DELAYED_AUTO_START_INFO, (*byte)(unsafe.Pointer(&d)))
 }
 
 // preshutdownInfo is SERVICE_PRESHUTDOWN_INFO, which x/sys does not define.
@@ -269,28 +307,28 @@ func secureDataDir(dir string, sids []string) error {
 
 // Uninstall stops the service if it runs (waiting for the graceful stop,
 // bounded by ctx), deletes it and removes the event log source. The data
-// directory stays.
-func Uninstall(ctx context.Context) error {
+// directory stays. An event log source that is missing or cannot be
+// removed is returned in skipped: the service is gone all the same.
+func Uninstall(ctx context.Context) (skipped []Skipped, err error) {
 	m, err := mgr.Connect()
 	if err != nil {
-		return fmt.Errorf("uninstall service %s: connect to the service manager (run as administrator): %w", Name, err)
+		return nil, fmt.Errorf("uninstall service %s: connect to the service manager (run as administrator): %w", Name, err)
 	}
 	defer m.Disconnect()
 	s, err := m.OpenService(Name)
 	if err != nil {
-		return fmt.Errorf("uninstall service %s: %w", Name, err)
+		return nil, fmt.Errorf("uninstall service %s: %w", Name, err)
 	}
 	defer s.Close()
-	if err := stopService(ctx, s); err != nil {
-		return fmt.Errorf("uninstall service %s: %w", Name, err)
+	skipped, err = runSteps([]step{
+		{what: "stop", do: func() error { return stopService(ctx, s) }},
+		{what: "delete", do: s.Delete},
+		{what: "remove the event log source", optional: true, do: func() error { return sourceRemoveErr(eventlog.Remove(Name)) }},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("uninstall service %s: %w", Name, err)
 	}
-	if err := s.Delete(); err != nil {
-		return fmt.Errorf("uninstall service %s: delete: %w", Name, err)
-	}
-	if err := eventlog.Remove(Name); err != nil {
-		return fmt.Errorf("uninstall service %s: remove event log source: %w", Name, err)
-	}
-	return nil
+	return skipped, nil
 }
 
 // Start starts the service and waits (bounded by ctx) until it runs.

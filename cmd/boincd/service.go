@@ -147,3 +147,11 @@ func serviceSubcommand(args []string) (string, []string) {
 	}
 	return args[0], args[1:]
 }
+
+// writeSkipped tells what an install or uninstall left out; the action
+// still succeeded (winsvc.Skipped).
+func writeSkipped(w io.Writer, skipped []winsvc.Skipped) {
+	for _, s := range skipped {
+		fmt.Fprintf(w, "skipped: %s\n", s)
+	}
+}

@@ -256,3 +256,21 @@ func TestDaemonRunnerIdleIsClean(t *testing.T) {
 		t.Fatal("Run ended only because the test's deadline passed")
 	}
 }
+
+// What an install or uninstall left out is said, one line each, after
+// the success message (the exit status stays 0).
+func TestWriteSkipped(t *testing.T) {
+	var b strings.Builder
+	writeSkipped(&b, nil)
+	if b.Len() != 0 {
+		t.Fatalf("nothing skipped wrote %q", b.String())
+	}
+	writeSkipped(&b, []winsvc.Skipped{
+		{What: "restart on failure (recovery actions)", Err: errors.New("Invalid level.")},
+		{What: "remove the event log source", Err: winsvc.ErrNotRegistered},
+	})
+	want := "skipped: restart on failure (recovery actions): Invalid level.\nskipped: remove the event log source: it was not registered\n"
+	if b.String() != want {
+		t.Errorf("wrote %q, want %q", b.String(), want)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/windows"
+	"golang.org/x/sys/windows/svc/eventlog"
 
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/winsvc"
@@ -49,9 +50,9 @@ func runService(args []string, stdout, stderr io.Writer) int {
 	case "uninstall":
 		return serviceCtl(rest, stdout, stderr, "uninstalled", serviceStopTimeout, winsvc.Uninstall)
 	case "start":
-		return serviceCtl(rest, stdout, stderr, "started", serviceStartTimeout, winsvc.Start)
+		return serviceCtl(rest, stdout, stderr, "started", serviceStartTimeout, noneSkipped(winsvc.Start))
 	case "stop":
-		return serviceCtl(rest, stdout, stderr, "stopped", serviceStopTimeout, winsvc.Stop)
+		return serviceCtl(rest, stdout, stderr, "stopped", serviceStopTimeout, noneSkipped(winsvc.Stop))
 	case "run":
 		return serviceRunCmd(rest, stderr)
 	case "help":
@@ -95,7 +96,7 @@ func serviceInstallCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "boincd:", err)
 		return 2
 	}
-	err = winsvc.Install(exe, winsvc.RunArgs(req.dir, req.configPath), winsvc.InstallOptions{
+	skipped, err := winsvc.Install(exe, winsvc.RunArgs(req.dir, req.configPath), winsvc.InstallOptions{
 		Account:     req.account,
 		Password:    req.password,
 		DataDir:     req.dir,
@@ -105,8 +106,10 @@ func serviceInstallCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "boincd:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "installed service %s running as %s:\n  %s\nconfig: %s\nstart it with: boincd service start\n",
+	fmt.Fprintf(stdout, "installed service %s running as %s:\n  %s\nconfig: %s\n",
 		winsvc.Name, req.account.StartName, cmdline, configPathFor(req))
+	writeSkipped(stdout, skipped)
+	fmt.Fprintln(stdout, "start it with: boincd service start")
 	return 0
 }
 
@@ -117,18 +120,25 @@ func configPathFor(req serviceInstall) string {
 	return filepath.Join(req.dir, config.FileName)
 }
 
-func serviceCtl(args []string, stdout, stderr io.Writer, done string, timeout time.Duration, f func(context.Context) error) int {
+// noneSkipped adapts an action that has no optional parts to serviceCtl.
+func noneSkipped(f func(context.Context) error) func(context.Context) ([]winsvc.Skipped, error) {
+	return func(ctx context.Context) ([]winsvc.Skipped, error) { return nil, f(ctx) }
+}
+
+func serviceCtl(args []string, stdout, stderr io.Writer, done string, timeout time.Duration, f func(context.Context) ([]winsvc.Skipped, error)) int {
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "boincd service: unexpected argument %q\n", args[0])
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := f(ctx); err != nil {
+	skipped, err := f(ctx)
+	if err != nil {
 		fmt.Fprintln(stderr, "boincd:", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "service %s %s\n", winsvc.Name, done)
+	writeSkipped(stdout, skipped)
 	return 0
 }
 
@@ -144,33 +154,49 @@ func serviceRunCmd(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "boincd:", err)
 		return 2
 	}
-	isSvc, err := winsvc.IsWindowsService()
-	if err != nil {
-		fmt.Fprintln(stderr, "boincd:", err)
-		return 1
-	}
-	handlerFor := func(c config.Log) slog.Handler { return newLogger(stderr, c).Handler() }
-	if isSvc {
-		// Nobody reads stderr under the SCM. Without the event log
-		// (RegisterEventSource failing is rare: an unregistered source
-		// still logs) the service still runs: its messages remain in the
-		// daemon's own event log, which "boincd status" and GUIs show.
-		handlerFor = func(config.Log) slog.Handler { return slog.DiscardHandler }
-		if el, err := winsvc.OpenEventLog(); err == nil {
-			defer el.Close()
-			handlerFor = func(c config.Log) slog.Handler { return winsvc.NewEventHandler(el, logLevel(c)) }
-		}
-	}
 	defer tuneRuntime(os.Getenv)()
-	boot := slog.New(handlerFor(config.Log{}))
-	s := &winsvc.Service{
-		Logger: boot,
-		Start: func() (winsvc.Runner, error) {
-			return newServiceDaemon(dir, configPath, os.Getenv, handlerFor)
-		},
-	}
-	if err := winsvc.Run(s); err != nil {
+	// Whether the SCM runs us is known only once the service dispatcher
+	// has connected (winsvc.Run): the logs' destination is chosen then.
+	consoleHandler := func(c config.Log) slog.Handler { return newLogger(stderr, c).Handler() }
+	var el *eventlog.Log
+	defer func() {
+		if el != nil {
+			el.Close()
+		}
+	}()
+	boot := slog.New(consoleHandler(config.Log{}))
+	err = winsvc.Run(func(underSCM bool) *winsvc.Service {
+		handlerFor := consoleHandler
+		if underSCM {
+			// Nobody reads stderr under the SCM. Without the event log
+			// (RegisterEventSource failing is rare: an unregistered
+			// source still logs) the service still runs: its messages
+			// remain in the daemon's own event log, which "boincd
+			// status" and GUIs show.
+			handlerFor = func(config.Log) slog.Handler { return slog.DiscardHandler }
+			if l, err := winsvc.OpenEventLog(); err == nil {
+				el = l
+				handlerFor = func(c config.Log) slog.Handler { return winsvc.NewEventHandler(l, logLevel(c)) }
+			}
+			boot = slog.New(handlerFor(config.Log{}))
+		}
+		return &winsvc.Service{
+			Logger: boot,
+			Start: func() (winsvc.Runner, error) {
+				return newServiceDaemon(dir, configPath, os.Getenv, handlerFor)
+			},
+		}
+	})
+	if err != nil {
 		boot.Error("boincd service failed", slog.Any("err", err))
+		if el == nil {
+			// Not connected to the SCM: tell the event log too, if it
+			// can be opened, since stderr may go nowhere.
+			if l, oerr := winsvc.OpenEventLog(); oerr == nil {
+				_ = l.Error(winsvc.EventIDError, "boincd service failed: "+err.Error())
+				l.Close()
+			}
+		}
 		return 1
 	}
 	return 0
