@@ -1,12 +1,9 @@
 package coproc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -71,14 +68,20 @@ func ProbeHostExtra(ctx context.Context, dataDir string) (boinc.Host, HostExtra,
 	} else {
 		x.LogicalCPUs = h.PNCPUs
 	}
-	if n, err := cpu.CountsWithContext(ctx, false); err == nil {
+	if n, err := physicalCores(ctx); err == nil {
 		x.PhysicalCPUs = n
 	} else {
 		warns = append(warns, fmt.Errorf("physical CPU count: %w", err))
 	}
-	if err := probeCPU(ctx, &h); err != nil {
+	ci, err := probeCPU(ctx)
+	if err != nil {
 		warns = append(warns, err)
 	}
+	h.PVendor, h.PModel, h.PFeatures, h.MCache = ci.vendor, ci.model, ci.features, ci.cache
+	// HOST_INFO.product_name: the board ("Hardware" on ARM Linux) or the
+	// Mac model, as the C++ client's CPU probe fills it; a name a GUI
+	// sets (set_host_info) takes precedence in the daemon.
+	h.ProductName = ci.product
 
 	if vm, err := mem.VirtualMemoryWithContext(ctx); err == nil {
 		h.MNBytes = float64(vm.Total)
@@ -102,190 +105,11 @@ func ProbeHostExtra(ctx context.Context, dataDir string) (boinc.Host, HostExtra,
 		warns = append(warns, fmt.Errorf("disk usage of %s: %w", dataDir, err))
 	}
 
-	var err error
 	h.OSName, h.OSVersion, x.Kernel, x.Libc, err = probeOS(ctx)
 	if err != nil {
 		warns = append(warns, err)
 	}
 	return h, x, warns
-}
-
-// maxFeatures is the size of HOST_INFO.p_features minus its NUL: longer
-// flag lists (recent server CPUs) are cut by the C++ client, and servers
-// store the column as varchar(1024). We cut at a flag boundary so no
-// partial flag name reaches a plan-class test.
-const maxFeatures = 1023
-
-// probeCPU fills vendor, model, features and cache. On Linux it reads
-// /proc/cpuinfo the way the C++ client does (its p_model and p_features
-// formats are what projects' plan classes and stats pages expect); other
-// systems go through gopsutil.
-func probeCPU(ctx context.Context, h *boinc.Host) error {
-	if runtime.GOOS == "linux" {
-		f, err := os.Open("/proc/cpuinfo")
-		if err == nil {
-			defer f.Close()
-			ci, err := parseCPUInfo(f)
-			if err == nil {
-				h.PVendor, h.PModel, h.PFeatures, h.MCache = ci.vendor, ci.model, ci.features, ci.cache
-				return nil
-			}
-			return fmt.Errorf("cpu info: /proc/cpuinfo: %w", err)
-		}
-	}
-	infos, err := cpu.InfoWithContext(ctx)
-	if err != nil {
-		return fmt.Errorf("cpu info: %w", err)
-	}
-	if len(infos) == 0 {
-		return errors.New("cpu info: no CPU described")
-	}
-	c := infos[0]
-	h.PVendor = c.VendorID
-	h.PModel = c.ModelName
-	if c.Family != "" {
-		h.PModel += fmt.Sprintf(" [Family %s Model %s Stepping %d]", c.Family, c.Model, c.Stepping)
-	}
-	h.PFeatures = capFeatures(strings.Join(c.Flags, " "))
-	h.MCache = float64(c.CacheSize) * 1024
-	return nil
-}
-
-// cpuInfo is the first processor's description in /proc/cpuinfo.
-type cpuInfo struct {
-	vendor, model, features string
-	cache                   float64
-}
-
-// armVendors names ARM "CPU implementer" codes (arch/arm64 cputype.h).
-var armVendors = map[int64]string{
-	0x41: "ARM", 0x42: "Broadcom", 0x43: "Cavium", 0x44: "DEC", 0x46: "Fujitsu",
-	0x48: "HiSilicon", 0x49: "Infineon", 0x4d: "Motorola/Freescale", 0x4e: "NVIDIA",
-	0x50: "APM", 0x51: "Qualcomm", 0x56: "Marvell", 0x61: "Apple", 0x69: "Intel",
-	0x6d: "Microsoft", 0xc0: "Ampere",
-}
-
-// parseCPUInfo follows client/hostinfo_unix.cpp parse_cpuinfo_linux: the
-// first value of each key wins; p_model is "model name" with
-// " [Family F Model M Stepping S]" appended on x86, or with
-// " [Impl 0x.. Arch A Variant 0x.. Part 0x... Rev R]" on ARM; p_features is
-// the flags line verbatim (x86 "flags", ARM "Features", s390 "features");
-// m_cache is "cache size" in bytes.
-func parseCPUInfo(r io.Reader) (cpuInfo, error) {
-	var ci cpuInfo
-	family, model, stepping := -1, -1, -1
-	arm := map[string]int64{}
-	var armName string
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
-		switch key {
-		case "vendor_id", "system type":
-			if ci.vendor == "" {
-				ci.vendor = val
-			}
-		case "model name", "cpu model":
-			if ci.model == "" {
-				ci.model = val
-			}
-		case "Hardware", "Processor":
-			// 32-bit ARM kernels name the SoC or core here and have no
-			// "model name".
-			if armName == "" {
-				armName = val
-			}
-		case "cpu family":
-			if family < 0 {
-				family = atoiPrefix(val)
-			}
-		case "model":
-			if model < 0 {
-				model = atoiPrefix(val)
-			}
-		case "stepping":
-			if stepping < 0 {
-				stepping = atoiPrefix(val)
-			}
-		case "CPU implementer", "CPU architecture", "CPU variant", "CPU part", "CPU revision":
-			if _, seen := arm[key]; !seen {
-				if n, err := strconv.ParseInt(val, 0, 64); err == nil {
-					arm[key] = n
-				} else if n := atoiPrefix(val); n >= 0 {
-					arm[key] = int64(n) // "CPU architecture: 7" or "AArch64"-style
-				}
-			}
-		case "cache size":
-			if ci.cache == 0 {
-				if n := atoiPrefix(val); n > 0 {
-					ci.cache = float64(n) * 1024
-				}
-			}
-		case "flags", "Features", "features":
-			if ci.features == "" {
-				ci.features = capFeatures(strings.Join(strings.Fields(val), " "))
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return ci, err
-	}
-	if ci.model == "" {
-		ci.model = armName
-	}
-	if impl, ok := arm["CPU implementer"]; ok {
-		if ci.vendor == "" {
-			ci.vendor = armVendors[impl]
-		}
-		ci.model += fmt.Sprintf(" [Impl 0x%x Arch %d Variant 0x%x Part 0x%x Rev %d]",
-			impl, arm["CPU architecture"], arm["CPU variant"], arm["CPU part"], arm["CPU revision"])
-	}
-	if family >= 0 || model >= 0 || stepping > 0 {
-		var b strings.Builder
-		b.WriteString(" [")
-		if family >= 0 {
-			fmt.Fprintf(&b, "Family %d ", family)
-		}
-		if model >= 0 {
-			fmt.Fprintf(&b, "Model %d ", model)
-		}
-		if stepping >= 0 {
-			fmt.Fprintf(&b, "Stepping %d", stepping)
-		}
-		b.WriteString("]")
-		ci.model += b.String()
-	}
-	ci.model = strings.TrimSpace(ci.model)
-	if ci.vendor == "" && ci.model == "" && ci.features == "" {
-		return ci, errors.New("no processor description found")
-	}
-	return ci, nil
-}
-
-// atoiPrefix is C's atoi for non-negative numbers: the leading digits, or
-// -1 when there are none.
-func atoiPrefix(s string) int {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	n, err := strconv.Atoi(s[:i])
-	if err != nil {
-		return -1
-	}
-	return n
-}
-
-func capFeatures(s string) string {
-	if len(s) <= maxFeatures {
-		return s
-	}
-	s = s[:maxFeatures+1]
-	return s[:strings.LastIndexByte(s, ' ')]
 }
 
 // HasFeature reports whether the space-separated CPU flag list (p_features)

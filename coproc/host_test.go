@@ -120,6 +120,7 @@ func TestParseCPUInfo(t *testing.T) {
 	long := strings.Repeat("flagname ", 200) // 1800 bytes
 	tests := []struct {
 		name, in string
+		arm      bool
 		want     cpuInfo
 		wantErr  bool
 	}{
@@ -136,42 +137,59 @@ func TestParseCPUInfo(t *testing.T) {
 		{
 			name: "arm64",
 			in:   arm64CPUInfo,
+			arm:  true,
 			want: cpuInfo{
 				vendor:   "ARM",
 				model:    "[Impl 0x41 Arch 8 Variant 0x0 Part 0xd08 Rev 3]",
 				features: "fp asimd evtstrm crc32 cpuid",
+				cache:    -1,
 			},
 		},
 		{
 			name: "arm32 Raspberry Pi",
 			in:   arm32CPUInfo,
+			arm:  true,
 			want: cpuInfo{
 				vendor:   "ARM",
 				model:    "ARMv7 Processor rev 4 (v7l) [Impl 0x41 Arch 7 Variant 0x0 Part 0xd03 Rev 4]",
 				features: "half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt vfpd32 lpae evtstrm crc32",
+				cache:    -1,
+				product:  "BCM2835",
 			},
 		},
 		{
 			name: "family without stepping",
 			in:   "vendor_id : X\ncpu family : 6\nmodel : 1\nmodel name : Y\n",
-			want: cpuInfo{vendor: "X", model: "Y [Family 6 Model 1 ]"},
+			want: cpuInfo{vendor: "X", model: "Y [Family 6 Model 1 ]", cache: -1},
 		},
 		{
 			name: "model name with a colon",
 			in:   "model name\t: CPU: fast\n",
-			want: cpuInfo{model: "CPU: fast"},
+			want: cpuInfo{model: "CPU: fast", cache: -1},
 		},
 		{
 			name: "flags over 1023 bytes are cut at a flag boundary",
 			in:   "flags\t\t: " + long + "\n",
-			want: cpuInfo{features: strings.TrimSpace(strings.Repeat("flagname ", 113))},
+			want: cpuInfo{features: strings.TrimSpace(strings.Repeat("flagname ", 113)), cache: -1},
+		},
+		{
+			name: "x86 rules ignore ARM lines",
+			in:   arm32CPUInfo,
+			want: cpuInfo{features: "half thumb fastmult vfp edsp neon vfpv3 tls vfpv4 idiva idivt vfpd32 lpae evtstrm crc32", model: "ARMv7 Processor rev 4 (v7l)", cache: -1},
+		},
+		{
+			name: "ARM rules ignore vendor_id",
+			in:   "vendor_id\t: GenuineIntel\nCPU implementer\t: 0x61\nCPU part\t: 0x22\n",
+			arm:  true,
+			want: cpuInfo{vendor: "ARM", model: "[Impl 0x61 Part 0x22 ]", cache: -1},
 		},
 		{name: "empty", in: "", wantErr: true},
+		{name: "empty ARM", in: "", arm: true, wantErr: true},
 		{name: "garbage", in: "\x00\x01 no colons here\n", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseCPUInfo(strings.NewReader(tt.in))
+			got, err := parseCPUInfo(strings.NewReader(tt.in), tt.arm)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}

@@ -78,7 +78,7 @@ func TestWriteHostInfoFromProbeValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ci, err := parseCPUInfo(strings.NewReader(fixtureCPUInfo))
+	ci, err := parseCPUInfo(strings.NewReader(fixtureCPUInfo), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -582,7 +582,9 @@ func (d *Daemon) initHost(ctx context.Context, meta map[string][]byte) (benchmar
 		h.HostCPID = randomHex(d.rand, 16)
 	}
 	h.PFpops, h.PIops, h.PMembw, h.PCalculated = saved.PFpops, saved.PIops, saved.PMembw, saved.PCalculated
-	h.ProductName = saved.ProductName
+	if saved.ProductName != "" { // set by a GUI, or probed before
+		h.ProductName = saved.ProductName
+	}
 	skip := d.opt.BenchmarkDuration < 0 || d.cc.eff.SkipCPUBenchmarks
 	stale := h.PCalculated == 0 || time.Since(time.Unix(int64(h.PCalculated), 0)) > benchmarkPeriod || saved.PNCPUs != h.PNCPUs || saved.PModel != h.PModel
 	if stale {

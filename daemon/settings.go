@@ -245,7 +245,10 @@ func (d *Daemon) handleHostReprobed(ev hostReprobed) {
 	}
 	h := ev.h
 	old := d.host
-	h.HostCPID, h.ProductName = old.HostCPID, old.ProductName
+	h.HostCPID = old.HostCPID
+	if old.ProductName != "" { // a GUI's name, or the first probe's
+		h.ProductName = old.ProductName
+	}
 	h.PFpops, h.PIops, h.PMembw, h.PCalculated = old.PFpops, old.PIops, old.PMembw, old.PCalculated
 	h.NUsableCoprocs = old.NUsableCoprocs // the GPU probe's (gpu.go)
 	d.host = h

@@ -275,7 +275,11 @@ func writeProbe(w io.Writer, d *probeDoc) {
 		has = append(has, mark+f)
 	}
 	row("features", "%d flags; %s", len(d.CPU.Features), strings.Join(has, " "))
-	row("cache", "%s", bytesize(d.CPU.Cache))
+	if d.CPU.Cache > 0 {
+		row("cache", "%s", bytesize(d.CPU.Cache))
+	} else { // ARM Linux reports -1, as the C++ client does
+		row("cache", "unknown")
+	}
 
 	section("Memory")
 	row("RAM", "%s (%s available)", bytesize(d.Memory.Total), bytesize(d.Memory.Available))
