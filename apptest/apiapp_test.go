@@ -14,7 +14,6 @@ import (
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/guirpc/client"
 	"github.com/boincd/boincd/internal/testproject"
-	"golang.org/x/sys/unix"
 )
 
 // resultSuccess is RESULT state FILES_UPLOADED (5), what a successful
@@ -118,16 +117,8 @@ func TestSuspendResume(t *testing.T) {
 		t.Fatalf("get_results has no process id for %s: %+v", tv.Name, ar)
 	}
 	pid := ar.PID
-	// boincd runs the app at nice 19, where a CI machine running other
-	// test packages on every CPU gives it about 1.5% of one (CFS weight 15
-	// against 1024 per busy process): too little to tell running from
-	// suspended. This test is about suspension, so the app gets nice 0
-	// back where the test may set it (as root, as in CI).
-	if os.Geteuid() == 0 {
-		if err := unix.Setpriority(unix.PRIO_PGRP, pid, 0); err != nil {
-			t.Logf("renice the app to 0: %v", err)
-		}
-	}
+	// This test is about suspension: see normalPriority.
+	normalPriority(t, pid)
 	// Busy before the suspension: a second in which it used 0.1 s of CPU
 	// or more, waited for, as a loaded machine may give it less for a while.
 	waitFor(t, 15*time.Second, "a second in which the running app uses 0.1 s of CPU", func() bool {
@@ -214,6 +205,11 @@ func TestQuitAndResumeFromCheckpoint(t *testing.T) {
 
 	h2 := startDaemon(t, dataDir, cfg)
 	tv2 := h2.waitRunning(30 * time.Second)
+	// This test is about the checkpoint, not the app's share of a busy
+	// machine (normalPriority).
+	if ar2, ok := activeResult(t, h2.gui(), tv2.Name); ok && ar2.PID != 0 {
+		normalPriority(t, ar2.PID)
+	}
 	if tv2.Slot != slot {
 		t.Errorf("restarted in slot %d, want the original slot %d", tv2.Slot, slot)
 	}

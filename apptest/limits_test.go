@@ -15,7 +15,6 @@ import (
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
 	"github.com/boincd/boincd/statefile"
-	"golang.org/x/sys/unix"
 )
 
 // resultComputeError is RESULT state COMPUTE_ERROR (3), what a task
@@ -197,13 +196,9 @@ func TestAPIAppWithoutAPIVersion(t *testing.T) {
 		t.Fatalf("get_results has no process id for %s", tv.Name)
 	}
 	pid := ar.PID
-	// As in TestSuspendResume: nice 0, so a loaded machine can tell
-	// running from suspended.
-	if os.Geteuid() == 0 {
-		if err := unix.Setpriority(unix.PRIO_PGRP, pid, 0); err != nil {
-			t.Logf("renice the app to 0: %v", err)
-		}
-	}
+	// As in TestSuspendResume: a loaded machine must tell running from
+	// suspended.
+	normalPriority(t, pid)
 	waitFor(t, 15*time.Second, "a second in which the running app uses 0.1 s of CPU", func() bool {
 		return cpuOver(t, pid, time.Second) >= 0.1
 	})
