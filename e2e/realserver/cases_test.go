@@ -57,6 +57,10 @@ type featureCase struct {
 	// OVER, outcome SUCCESS) rather than validated: no validator runs for
 	// the case's app.
 	reported bool
+	// start, when set, says how to start the client (program and
+	// arguments; no arguments: the C++ client's flags); it may add to
+	// the data directory.
+	start func(t *testing.T, s *server, r *caseRun) (bin string, args []string)
 	// attachURL, when set, is the URL the client attaches (else the
 	// project's master URL).
 	attachURL func(s *server) string
@@ -95,7 +99,7 @@ type caseRun struct {
 // here, those of apps linked with the BOINC API (apicases_test.go), and
 // those of jobs that fail or fetch through a dead URL (failcases_test.go).
 func featureCases() []featureCase {
-	all := append(append(append(plainFeatureCases(), httpsCase(), limitsCase()), apiFeatureCases()...), failureFeatureCases()...)
+	all := append(append(append(plainFeatureCases(), httpsCase(), limitsCase(), arm64Case()), apiFeatureCases()...), failureFeatureCases()...)
 	if only := onlyCases(); only != nil {
 		all = slices.DeleteFunc(all, func(c featureCase) bool { return !only[c.name] })
 	}
@@ -627,7 +631,11 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	if c.prepare != nil {
 		c.prepare(t, s, r)
 	}
-	stop, exited := s.startClient(t, r.label, r.bin, r.dir, r.port)
+	bin, args := r.bin, []string(nil)
+	if c.start != nil {
+		bin, args = c.start(t, s, r)
+	}
+	stop, exited := s.startClient(t, r.label, bin, r.dir, r.port, args...)
 	defer stop()
 	t0 := time.Now()
 	r.t0 = t0

@@ -273,6 +273,10 @@ type server struct {
 	tlsPort int
 	tlsOnce sync.Once
 	tlsErr  error
+	// the arm64 case's boincd (arm64case_test.go), built once
+	armOnce sync.Once
+	armBin  string
+	armErr  error
 }
 
 func (s *server) masterURL() string {
