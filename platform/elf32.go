@@ -15,11 +15,11 @@ var libDirs = []string{"/lib", "/lib32", "/lib/32", "/usr/lib", "/usr/lib32", "/
 
 // ELF e_machine values and the ARM hard-float flag (elf.h).
 const (
-	emI386             = 3
-	emARM              = 40
-	efARMABIFloatHard  = 0x400
-	elfHeader32Size    = 52
-	elfClass32         = 1
+	emI386              = 3
+	emARM               = 40
+	efARMABIFloatHard   = 0x400
+	elfHeader32Size     = 52
+	elfClass32          = 1
 	elfDataLittleEndian = 1
 )
 

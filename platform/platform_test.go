@@ -31,8 +31,8 @@ func TestNames(t *testing.T) {
 		// Linux x86: uname -m, then a 32-bit C library.
 		{"linux", "amd64", Probe{KernelMachine: "x86_64"}, []string{"x86_64-pc-linux-gnu"}},
 		{"linux", "amd64", Probe{KernelMachine: "x86_64", Run32: true}, []string{"x86_64-pc-linux-gnu", "i686-pc-linux-gnu"}},
-		{"linux", "amd64", Probe{KernelMachine: "i686"}, []string{"i686-pc-linux-gnu"}}, // linux32 personality
-		{"linux", "amd64", Probe{}, []string{"x86_64-pc-linux-gnu", "i686-pc-linux-gnu"}},  // uname failed: HOSTTYPE, HOSTTYPEALT
+		{"linux", "amd64", Probe{KernelMachine: "i686"}, []string{"i686-pc-linux-gnu"}},   // linux32 personality
+		{"linux", "amd64", Probe{}, []string{"x86_64-pc-linux-gnu", "i686-pc-linux-gnu"}}, // uname failed: HOSTTYPE, HOSTTYPEALT
 		{"linux", "386", Probe{KernelMachine: "x86_64"}, []string{"x86_64-pc-linux-gnu", "i686-pc-linux-gnu"}},
 		{"linux", "386", Probe{KernelMachine: "i686"}, []string{"i686-pc-linux-gnu"}},
 		{"linux", "386", Probe{}, []string{"i686-pc-linux-gnu"}},
