@@ -6,12 +6,16 @@ import (
 	"time"
 )
 
-// probeTimeout bounds each program Detect starts, as detect_platforms
-// gives its Solaris 64-bit test program 5 seconds.
+// probeTimeout bounds the checks (the programs they start), as
+// detect_platforms gives its Solaris 64-bit test program 5 seconds.
 const probeTimeout = 5 * time.Second
 
 // Detect runs the checks Names needs for this build on this host.
-func Detect(ctx context.Context) Probe { return probeOS(ctx) }
+func Detect(ctx context.Context) Probe {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	return probeOS(ctx)
+}
 
 // Host is this host's platform list for this build, primary first, and
 // what the checks found.

@@ -20,9 +20,7 @@ func probeOS(ctx context.Context) Probe {
 	if runtime.GOARCH != "arm64" {
 		return p
 	}
-	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	if err := exec.CommandContext(cctx, "/usr/bin/arch", "-x86_64", "/usr/bin/true").Run(); err != nil {
+	if err := exec.CommandContext(ctx, "/usr/bin/arch", "-x86_64", "/usr/bin/true").Run(); err != nil {
 		p.Notes = append(p.Notes, fmt.Sprintf("x86_64 programs do not run (Rosetta 2 not installed?): %v", err))
 		return p
 	}

@@ -13,6 +13,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// libDirs are where detect_platforms looks for a 32-bit C library: the
+// entries directly in each (not their subdirectories), symbolic links
+// followed, as `file -L` does.
+var libDirs = []string{"/lib", "/lib32", "/lib/32", "/usr/lib", "/usr/lib32", "/usr/lib/32"}
+
 // probeOS is detect_platforms' Linux part: the kernel's machine name, and
 // on a 64-bit x86 or ARM system whether 32-bit programs run.
 func probeOS(ctx context.Context) Probe {
@@ -57,9 +62,7 @@ func run32(ctx context.Context, machine uint16, what string, needLoader bool) (b
 		}
 		return true, fmt.Sprintf("32-bit %s library %s", what, f.lib)
 	}
-	cctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	err := exec.CommandContext(cctx, f.loader, "--version").Run()
+	err := exec.CommandContext(ctx, f.loader, "--version").Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		// The exec itself failed: the kernel does not run it.

@@ -8,11 +8,6 @@ import (
 	"strings"
 )
 
-// libDirs are where detect_platforms looks for a 32-bit C library: the
-// entries directly in each (not their subdirectories), symbolic links
-// followed, as `file -L` does.
-var libDirs = []string{"/lib", "/lib32", "/lib/32", "/usr/lib", "/usr/lib32", "/usr/lib/32"}
-
 // ELF e_machine values and the ARM hard-float flag (elf.h).
 const (
 	emI386              = 3
