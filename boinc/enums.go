@@ -8,9 +8,10 @@ const (
 	ClientMajor   = 7
 	ClientMinor   = 20
 	ClientRelease = 5
-	// PlatformName is the primary platform we ask work for.
-	PlatformName = "x86_64-pc-linux-gnu"
 )
+
+// The platforms (primary first) are detected at run time: package
+// platform.
 
 // RPCReason says why a scheduler RPC is made (lib/common_defs.h).
 type RPCReason int

@@ -307,9 +307,8 @@ func parseAppInfoVersion(file string, n *node, probs *[]Problem) (boinc.AppVersi
 			return v, atLine(at[s.what], "<%s> %q: not a usable name", s.what, s.val)
 		}
 	}
-	if v.Platform == "" {
-		v.Platform = boinc.PlatformName
-	}
+	// An empty <platform> stays empty: it means the client's primary
+	// platform (parse_app_info), which the daemon knows.
 	if v.AvgNCPUs == 0 {
 		v.AvgNCPUs = 1
 	}

@@ -56,6 +56,12 @@ type Options struct {
 	// DontUseDocker keeps container apps off this host: no engine is
 	// looked for, and scheduler requests say <dont_use_docker/>.
 	DontUseDocker bool
+	// NoAltPlatform sends only the primary platform; AltPlatforms are
+	// added after the detected ones (CLIENT_STATE::detect_platforms).
+	// Both are read at start only, as the C++ client detects platforms
+	// once.
+	NoAltPlatform bool
+	AltPlatforms  []string
 }
 
 // ExcludeGPU is one <exclude_gpu>: a project (and optionally one device,
@@ -145,6 +151,7 @@ var options = map[string]option{
 	"exit_when_idle":             flagOpt(func(o *Options, v bool) { o.ExitWhenIdle = v }),
 	"suppress_net_info":          flagOpt(func(o *Options, v bool) { o.SuppressNetInfo = v }),
 	"dont_use_docker":            flagOpt(func(o *Options, v bool) { o.DontUseDocker = v }),
+	"no_alt_platform":            flagOpt(func(o *Options, v bool) { o.NoAltPlatform = v }),
 }
 
 // unsupported are CC_CONFIG options boincd reads past without acting on
@@ -152,12 +159,12 @@ var options = map[string]option{
 // Manager writes every option it knows at its default, so only one set
 // to something else is worth naming.
 var unsupported = map[string]string{
-	"allow_gui_rpc_get": "0", "allow_multiple_clients": "0", "alt_platform": "", "client_download_url": "",
+	"allow_gui_rpc_get": "0", "allow_multiple_clients": "0", "client_download_url": "",
 	"client_new_version_text": "", "client_version_check_url": "", "disallow_attach": "0",
 	"dont_contact_ref_site": "0", "dont_suspend_nci": "0", "dont_use_vbox": "0", "dont_use_wsl": "0",
 	"exclude_gpu_app": "", "exit_after_finish": "0", "exit_before_start": "0",
 	"force_auth": "default", "http_1_0": "0", "lower_client_priority": "0", "max_event_log_lines": "2000",
-	"no_alt_platform": "0", "no_opencl": "0", "no_priority_change": "0", "no_rdp_check": "0",
+	"no_opencl": "0", "no_priority_change": "0", "no_rdp_check": "0",
 	"os_random_only": "0", "process_priority": "-1", "process_priority_special": "-1",
 	"run_apps_manually": "0", "simple_gui_only": "0", "stderr_head": "0", "use_certs": "0",
 	"use_certs_only": "0", "vbox_window": "0", "allowed_wsls": "", "ignore_tty": "", "device_name": "",
@@ -262,6 +269,17 @@ func (cc *CC) parseOptions(file string, sec *node, probs *[]Problem) {
 					o.IgnoreGPU = map[string][]int{}
 				}
 				o.IgnoreGPU[typ] = append(o.IgnoreGPU[typ], v)
+				cc.Set[n.name] = true
+			}
+		case "alt_platform":
+			// Repeatable; an empty one (what a tool writing every
+			// option at its default may leave) adds nothing.
+			if v := n.str(); v != "" {
+				if strings.ContainsAny(v, "\x00\n\r\t<>&") || len(v) > 256 {
+					*probs = append(*probs, Problem{File: file, Line: n.line, Msg: fmt.Sprintf("<alt_platform> %q: not a usable platform name", v)})
+					continue
+				}
+				o.AltPlatforms = append(o.AltPlatforms, v)
 				cc.Set[n.name] = true
 			}
 		case "proxy_info":

@@ -275,3 +275,34 @@ func TestDontUseDocker(t *testing.T) {
 		})
 	}
 }
+
+// no_alt_platform and alt_platform shape the platform list
+// (CLIENT_STATE::detect_platforms); alt_platform repeats, and an empty one
+// adds nothing.
+func TestAltPlatformOptions(t *testing.T) {
+	tests := []struct {
+		name  string
+		xml   string
+		noAlt bool
+		alts  []string
+		probs int
+	}{
+		{"absent", "", false, nil, 0},
+		{"no_alt_platform", "<no_alt_platform/>", true, nil, 0},
+		{"two alternates", "<alt_platform>i686-pc-linux-gnu</alt_platform><alt_platform> x86_64-pc-linux-gnu-sse </alt_platform>", false,
+			[]string{"i686-pc-linux-gnu", "x86_64-pc-linux-gnu-sse"}, 0},
+		{"empty one", "<alt_platform></alt_platform>", false, nil, 0},
+		{"hostile one", "<alt_platform>a&amp;lt;b</alt_platform>", false, nil, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cc, probs := ParseCC("cc_config.xml", []byte("<cc_config><options>"+tc.xml+"</options></cc_config>"))
+			if len(probs) != tc.probs || len(cc.Unsupported) != 0 {
+				t.Fatalf("problems %v, unsupported %v", problemTexts(probs), cc.Unsupported)
+			}
+			if cc.Options.NoAltPlatform != tc.noAlt || !reflect.DeepEqual(cc.Options.AltPlatforms, tc.alts) {
+				t.Errorf("no_alt_platform %v alt_platform %q, want %v %q", cc.Options.NoAltPlatform, cc.Options.AltPlatforms, tc.noAlt, tc.alts)
+			}
+		})
+	}
+}

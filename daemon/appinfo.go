@@ -137,6 +137,9 @@ func (d *Daemon) loadAppInfo(p *boinc.Project) {
 	for i := range ai.Versions {
 		v := ai.Versions[i].AppVersion
 		v.ProjectURL = url
+		if v.Platform == "" {
+			v.Platform = d.primaryPlatform() // parse_app_info
+		}
 		rsc := workfetch.CPU
 		if v.Coproc != nil {
 			r, ok := workfetch.RscByName(v.Coproc.Type)

@@ -12,6 +12,7 @@ import (
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
+	"github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/statefile"
 )
 
@@ -102,7 +103,7 @@ func TestAnonymousPlatform(t *testing.T) {
 	if len(st.AnnouncedVersions) != 1 {
 		t.Fatalf("request announced %+v, want version 199 alone", st.AnnouncedVersions)
 	}
-	if av := st.AnnouncedVersions[0]; av.AppName != "refapp" || av.VersionNum != 199 || av.Platform != boinc.PlatformName ||
+	if av := st.AnnouncedVersions[0]; av.AppName != "refapp" || av.VersionNum != 199 || av.Platform != platform.This() ||
 		av.AvgNCPUs != 1 || av.Cmdline != "--anon-flag" || av.Flops <= 0 {
 		t.Errorf("announced version %+v", av)
 	}
@@ -110,7 +111,7 @@ func TestAnonymousPlatform(t *testing.T) {
 		t.Errorf("request does not say platform anonymous")
 	}
 	rr := st.ReportedResults[name]
-	if rr.State != 5 || rr.ExitStatus != 0 || rr.VersionNum != 199 || rr.Platform != boinc.PlatformName {
+	if rr.State != 5 || rr.ExitStatus != 0 || rr.VersionNum != 199 || rr.Platform != platform.This() {
 		t.Errorf("report %+v, want success with version 199", rr)
 	}
 	out := string(st.Uploaded[st.Jobs[name].OutputFiles[0]])

@@ -21,6 +21,7 @@ import (
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/container"
 	guiclient "github.com/boincd/boincd/guirpc/client"
+	"github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/statefile"
 )
 
@@ -291,13 +292,13 @@ func writeBigQueue(dir string) (*config.Config, error) {
 		batch.PutProject(&boinc.Project{MasterURL: url, ProjectName: fmt.Sprintf("Big Queue %02d", p), ResourceShare: float64(50 + 10*p),
 			Authenticator: "bq-key", SchedulerURLs: []string{url + "cgi-bin/cgi"}, HostID: int64(1000 + p), MinRPCTime: now.Add(24 * time.Hour)})
 		batch.PutApp(&boinc.App{ProjectURL: url, Name: "bq", UserFriendlyName: "Big queue app"})
-		appFile := "bq_1.00_" + boinc.PlatformName + ".sh"
+		appFile := "bq_1.00_" + platform.This() + ".sh"
 		fi, err := present(url, appFile, []byte("#!/bin/sh\nexec sleep 100000\n"), true)
 		if err != nil {
 			return nil, err
 		}
 		batch.PutFile(fi)
-		batch.PutAppVersion(&boinc.AppVersion{ProjectURL: url, AppName: "bq", VersionNum: 100, Platform: boinc.PlatformName,
+		batch.PutAppVersion(&boinc.AppVersion{ProjectURL: url, AppName: "bq", VersionNum: 100, Platform: platform.This(),
 			AvgNCPUs: 1, Flops: 1e9, FileRefs: []boinc.FileRef{{FileName: appFile, MainProgram: true}}})
 		for i := range perProject {
 			wu := fmt.Sprintf("bq%02d_wu_%05d", p, i)
@@ -310,7 +311,7 @@ func writeBigQueue(dir string) (*config.Config, error) {
 			outFI := &boinc.FileInfo{ProjectURL: url, Name: out, MaxNBytes: 1e6, UploadURLs: []string{url + "cgi-bin/file_upload_handler"}}
 			batch.PutWorkunit(&boinc.Workunit{ProjectURL: url, Name: wu, AppName: "bq", InputFiles: []boinc.FileRef{{FileName: wu + "_in", OpenName: "in"}},
 				RscFpopsEst: 3.6e12 * (1 + float64(i%7)), RscFpopsBound: 1e15, RscMemoryBound: 1e8, RscDiskBound: 1e8})
-			r := &boinc.Result{ProjectURL: url, Name: wu + "_0", WUName: wu, Platform: boinc.PlatformName, VersionNum: 100,
+			r := &boinc.Result{ProjectURL: url, Name: wu + "_0", WUName: wu, Platform: platform.This(), VersionNum: 100,
 				OutputFiles: []boinc.FileRef{{FileName: out, OpenName: "out"}}, Slot: -1,
 				ReportDeadline: now.Add(time.Duration(3+i%11) * 24 * time.Hour), ReceivedTime: now.Add(-time.Hour), Phase: boinc.PhaseDownloaded}
 			if i >= readyPer {

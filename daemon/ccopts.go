@@ -153,6 +153,7 @@ var optionNames = []string{
 	"exclusive_app", "exclusive_gpu_app", "unsigned_apps_ok", "allow_remote_gui_rpc",
 	"max_stderr_file_size", "max_stdout_file_size", "no_info_fetch", "dont_check_file_sizes",
 	"abort_jobs_on_exit", "exit_when_idle", "suppress_net_info", "dont_use_docker",
+	"no_alt_platform", "alt_platform",
 }
 
 // optionText is an option's value as the effective table shows it.
@@ -252,6 +253,10 @@ func optionText(o *ccconfig.Options, name string) string {
 		return boolText(o.SuppressNetInfo)
 	case "dont_use_docker":
 		return boolText(o.DontUseDocker)
+	case "no_alt_platform":
+		return boolText(o.NoAltPlatform)
+	case "alt_platform":
+		return strings.Join(o.AltPlatforms, ",")
 	}
 	return ""
 }

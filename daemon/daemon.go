@@ -103,6 +103,9 @@ type Options struct {
 	// called inside every commit right before bbolt writes it. Crash tests
 	// kill the process there; production leaves it nil.
 	StateCommitHook func()
+	// Platforms, when set, are the platforms asked for (primary first)
+	// instead of detecting them (platform.go); tests pin them this way.
+	Platforms []string
 	// StateReserve is the disk space (bytes) kept in ReserveFileName so
 	// that a scheduler reply can be saved on a full disk (persist.go);
 	// 0 means DefaultStateReserve, negative none.
@@ -174,6 +177,10 @@ type Daemon struct {
 	// anon holds, per anonymous platform project, what its app_info.xml
 	// gave (appinfo.go).
 	anon map[string]*anonProject
+
+	// platforms are the BOINC platforms this host runs, primary first,
+	// detected once at start (platform.go).
+	platforms []string
 
 	am    acctMgrState // account manager membership (acctmgr.go)
 	st    *clientState
@@ -368,6 +375,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.cfg = cfg
 	// Before the host probe: cc_config.xml may skip the benchmarks.
 	d.readCCConfig()
+	// After cc_config.xml, which may add or remove alternates.
+	d.detectPlatforms(ctx)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -390,6 +399,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		MinBytesPerSec: int64(d.cc.eff.HTTPTransferTimeoutBPS),
 		RootCAs:        roots,
 		Proxy:          rpcclient.ProxyFunc(d.currentProxy),
+		Platform:       d.primaryPlatform(),
 	})
 	d.runner, err = taskrunner.NewRunner(taskrunner.Config{
 		DataDir:   d.opt.DataDir,

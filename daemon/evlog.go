@@ -19,7 +19,7 @@ import (
 func (d *Daemon) logStarting() {
 	d.log.Info("boincd starting",
 		slog.String("version", boincVersion()),
-		slog.String("platform", boinc.PlatformName),
+		slog.String("platform", buildPlatform()),
 		slog.String("data_dir", d.opt.DataDir))
 }
 

@@ -287,8 +287,8 @@ func (d *Daemon) guiState(now time.Time, need guirpc.Parts) *guirpc.State {
 		Prefs:             guiPrefs(d.prefs, d.hostc.prefs),
 		DailyXfers:        d.guiDailyXfers(),
 		Proxy:             *d.proxy.Load(),
-		PlatformName:      boinc.PlatformName,
-		Platforms:         []string{boinc.PlatformName},
+		PlatformName:      d.primaryPlatform(),
+		Platforms:         append([]string{d.primaryPlatform()}, d.altPlatforms()...),
 		ExecutingAsDaemon: true,
 		OldResults:        append([]guirpc.OldResult(nil), d.oldResults...),
 	}

@@ -77,7 +77,7 @@ func (d *Daemon) metricsSnapshot(now time.Time) *metrics.Snapshot {
 		Build: metrics.BuildInfo{
 			Version:       fmt.Sprintf("%d.%d.%d", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease),
 			ClientVersion: fmt.Sprintf("%d.%d.%d", boinc.ClientMajor, boinc.ClientMinor, boinc.ClientRelease),
-			Platform:      boinc.PlatformName,
+			Platform:      d.primaryPlatform(),
 		},
 		Daemon: metrics.DaemonState{
 			StartTime:            d.startTime,

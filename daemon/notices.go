@@ -184,7 +184,7 @@ func (d *Daemon) syncClientNotices(now time.Time) {
 			want = append(want, notices.Notice{
 				Key: "no_apps:" + p.MasterURL, ProjectURL: p.MasterURL, ProjectName: p.DisplayName(),
 				Description: fmt.Sprintf("%s has no applications for this computer (%s, %s): it cannot send it any work. Detach from it, or wait until the project supports this computer.",
-					p.DisplayName(), boinc.PlatformName, strings.Join(d.hostRscNames(), ", ")),
+					p.DisplayName(), strings.Join(append([]string{d.primaryPlatform()}, d.altPlatforms()...), ", "), strings.Join(d.hostRscNames(), ", ")),
 			})
 		}
 	}

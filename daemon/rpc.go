@@ -378,7 +378,8 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 		WorkReqSeconds:        work.WorkReqSeconds(),
 		CPUReqSecs:            secs,
 		CPUReqInstances:       inst,
-		Platform:              boinc.PlatformName,
+		Platform:              d.primaryPlatform(),
+		AltPlatforms:          d.altPlatforms(),
 		CodeSignKey:           p.CodeSignKey,
 		Prefs:                 d.prefs,
 		CrossProjectID:        p.CrossProjectID,
@@ -717,6 +718,17 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 	for i := range versions {
 		v := versions[i]
 		v.ProjectURL = url
+		// handle_scheduler_reply: no platform means the primary one;
+		// a platform this host did not ask for is refused (its
+		// programs would not run here).
+		if v.Platform == "" {
+			v.Platform = d.primaryPlatform()
+		} else if !d.supportedPlatform(v.Platform) {
+			log.Error("App version has unsupported platform; refused",
+				slog.String("app", v.AppName), slog.Int("version", v.VersionNum), slog.String("platform", v.Platform),
+				slog.Any("platforms", d.platforms))
+			continue
+		}
 		if _, ok := d.st.versions[v.Key()]; ok {
 			continue
 		}
@@ -778,6 +790,7 @@ func (d *Daemon) applyWork(p *boinc.Project, rep *rpcclient.SchedulerReply, now 
 			}
 			continue
 		}
+		d.defaultResultPlatform(&r)
 		if d.st.wuOf(&r) == nil || d.st.versionOf(&r) == nil {
 			log.Warn("dropping task: the reply lacks its workunit or app version", slog.String("task", r.Name))
 			continue

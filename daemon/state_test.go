@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 // The lookups build their keys without allocating; they must find what
@@ -16,10 +17,10 @@ func TestClientStateLookupsAndSortedResults(t *testing.T) {
 	const url = "https://example.org/p/"
 	for _, vn := range []int{-3, 0, 7, 1234567} {
 		wu := &boinc.Workunit{ProjectURL: url, Name: "wu", AppName: "app"}
-		v := &boinc.AppVersion{ProjectURL: url, AppName: "app", VersionNum: vn, Platform: boinc.PlatformName, PlanClass: "mt"}
+		v := &boinc.AppVersion{ProjectURL: url, AppName: "app", VersionNum: vn, Platform: platform.LinuxX86_64, PlanClass: "mt"}
 		f := &boinc.FileInfo{ProjectURL: url, Name: "in"}
 		cs.wus[wu.Key()], cs.versions[v.Key()], cs.files[f.Key()] = wu, v, f
-		r := &boinc.Result{ProjectURL: url, Name: "r", WUName: "wu", VersionNum: vn, Platform: boinc.PlatformName, PlanClass: "mt"}
+		r := &boinc.Result{ProjectURL: url, Name: "r", WUName: "wu", VersionNum: vn, Platform: platform.LinuxX86_64, PlanClass: "mt"}
 		if cs.wuOf(r) != wu || cs.versionOf(r) != v || cs.file(url, "in") != f {
 			t.Errorf("version %d: lookups missed what Key() stored", vn)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
+	"github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/rpcclient"
 	"github.com/boincd/boincd/taskrunner"
 )
@@ -31,7 +32,7 @@ func demoApp(t *testing.T) []testproject.App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appName := demoapp.BinaryPrefix + "_1.00_" + boinc.PlatformName
+	appName := demoapp.BinaryPrefix + "_1.00_" + platform.This()
 	return []testproject.App{{
 		Name: "demoapp", APIVersion: "7.20.5",
 		Files: []testproject.AppFile{{Name: appName, Path: exe, Executable: true, MainProgram: true}},

@@ -19,6 +19,7 @@ import (
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
+	"github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/statefile"
 )
 
@@ -28,7 +29,7 @@ import (
 // mode "never" (seeded in the state file before the first start, so no
 // task can start before the test has changed a file), then released.
 
-const refAppName = "refapp_1.00_" + boinc.PlatformName + ".sh"
+var refAppName = "refapp_1.00_" + platform.This() + ".sh"
 
 // tamperMarker is what a tampered refapp leaves in the data directory
 // when it runs (the slot is DATA/slots/N).

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/platform"
 )
 
 // step is one expected log line of a sequence.
@@ -340,7 +340,7 @@ func TestRestartResumesFromCheckpoint(t *testing.T) {
 	// started under the demo app's name.
 	app := testproject.App{
 		Name: "demoapp", APIVersion: "7.20.5",
-		Files: []testproject.AppFile{{Name: demoapp.BinaryPrefix + "_1.00_" + boinc.PlatformName, Path: exe, Executable: true, MainProgram: true}},
+		Files: []testproject.AppFile{{Name: demoapp.BinaryPrefix + "_1.00_" + platform.This(), Path: exe, Executable: true, MainProgram: true}},
 	}
 	dir := newDataDir(t)
 	p := startProject(t, testproject.Config{

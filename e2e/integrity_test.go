@@ -17,6 +17,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/internal/testproject"
+	"github.com/boincd/boincd/platform"
 )
 
 // notFound serves h but answers 404 for the named download files once
@@ -55,7 +56,7 @@ func (n *notFound) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestTamperedFilesAfterRestart(t *testing.T) {
 	t.Parallel()
 	const jobs, size, secs = 2, 100, 8
-	appFile := "refapp_1.00_" + boinc.PlatformName + ".sh"
+	appFile := "refapp_1.00_" + platform.This() + ".sh"
 	cfg := testproject.Config{
 		Apps: []testproject.App{testproject.DefaultApp()}, RequestDelay: -1, TotalJobs: jobs,
 		Job: testproject.JobTemplate{CommandLine: fmt.Sprintf("--seconds %d", secs), InputSize: size},

@@ -19,6 +19,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/eventlog"
+	"github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/workfetch"
 )
 
@@ -54,9 +55,9 @@ func richState() *State {
 			{ProjectURL: testURL2, Name: "gpuapp", UserFriendlyName: "GPU app"},
 		},
 		AppVersions: []boinc.AppVersion{
-			{ProjectURL: testURL, AppName: "refapp", VersionNum: 100, Platform: boinc.PlatformName, AvgNCPUs: 1, Flops: 1e9,
+			{ProjectURL: testURL, AppName: "refapp", VersionNum: 100, Platform: platform.LinuxX86_64, AvgNCPUs: 1, Flops: 1e9,
 				FileRefs: []boinc.FileRef{{FileName: "refapp_1.00.sh", MainProgram: true}}},
-			{ProjectURL: testURL2, AppName: "gpuapp", VersionNum: 200, Platform: boinc.PlatformName, PlanClass: "cuda", AvgNCPUs: 0.5, Flops: 5e12,
+			{ProjectURL: testURL2, AppName: "gpuapp", VersionNum: 200, Platform: platform.LinuxX86_64, PlanClass: "cuda", AvgNCPUs: 0.5, Flops: 5e12,
 				Coproc: &boinc.CoprocUsage{Type: "NVIDIA", Count: 1}, FileRefs: []boinc.FileRef{{FileName: "gpuapp_2.00", MainProgram: true}}},
 		},
 		Workunits: []boinc.Workunit{
@@ -66,14 +67,14 @@ func richState() *State {
 			{ProjectURL: testURL2, Name: "wu_gpu_1", AppName: "gpuapp", VersionNum: 200, RscFpopsEst: 3e13, RscFpopsBound: 1e15, RscMemoryBound: 1e9, RscDiskBound: 1e9},
 		},
 		Results: []ResultInfo{
-			{Result: boinc.Result{ProjectURL: testURL, Name: "task_cpu_running", WUName: "wu_cpu_1", Platform: boinc.PlatformName, VersionNum: 100,
+			{Result: boinc.Result{ProjectURL: testURL, Name: "task_cpu_running", WUName: "wu_cpu_1", Platform: platform.LinuxX86_64, VersionNum: 100,
 				Phase: boinc.PhaseComputing, ReportDeadline: now.Add(7 * 24 * time.Hour), ReceivedTime: now.Add(-time.Hour)},
 				EstimatedRemaining: 20, EDFScheduled: true,
 				Active: &ActiveTask{ActiveState: 1, SchedulerState: 2, PID: 4242, Slot: 0, FractionDone: 0.25, CPUTime: 9, ElapsedTime: 10, WorkingSet: 1 << 20}},
-			{Result: boinc.Result{ProjectURL: testURL, Name: "task_cpu_done", WUName: "wu_cpu_2", Platform: boinc.PlatformName, VersionNum: 100,
+			{Result: boinc.Result{ProjectURL: testURL, Name: "task_cpu_done", WUName: "wu_cpu_2", Platform: platform.LinuxX86_64, VersionNum: 100,
 				Phase: boinc.PhaseUploaded, WireState: 5, FinalCPUTime: 29, FinalElapsedTime: 30, CompletedTime: now.Add(-time.Minute),
 				ReportDeadline: now.Add(7 * 24 * time.Hour), ReceivedTime: now.Add(-2 * time.Hour)}},
-			{Result: boinc.Result{ProjectURL: testURL2, Name: "task_gpu_queued", WUName: "wu_gpu_1", Platform: boinc.PlatformName, VersionNum: 200, PlanClass: "cuda",
+			{Result: boinc.Result{ProjectURL: testURL2, Name: "task_gpu_queued", WUName: "wu_gpu_1", Platform: platform.LinuxX86_64, VersionNum: 200, PlanClass: "cuda",
 				Phase: boinc.PhaseDownloading, SuspendedViaGUI: true, ReportDeadline: now.Add(48 * time.Hour), ReceivedTime: now.Add(-time.Minute)},
 				EstimatedRemaining: 600},
 		},

@@ -38,9 +38,9 @@ type State struct {
 	// Proxy is the proxy set over GUI RPC (get_proxy_settings).
 	Proxy boinc.ProxyInfo
 
-	// PlatformName is the primary platform (boinc.PlatformName when
-	// empty); Platforms lists all supported ones (just the primary one
-	// when empty).
+	// PlatformName is the primary platform (this build's, platform.This,
+	// when empty); Platforms lists all supported ones, primary first
+	// (just the primary one when empty).
 	PlatformName      string
 	Platforms         []string
 	ExecutingAsDaemon bool

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/eventlog"
+	platformpkg "github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/workfetch"
 )
 
@@ -803,7 +804,7 @@ func writeState(w *xw, s *State) {
 	}
 	platform := s.PlatformName
 	if platform == "" {
-		platform = boinc.PlatformName
+		platform = platformpkg.This()
 	}
 	w.str("", "platform_name", platform)
 	w.int("", "core_client_major_version", boinc.ClientMajor)

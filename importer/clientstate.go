@@ -452,9 +452,8 @@ func parseAppVersion(path string, n *node) (*boinc.AppVersion, error) {
 	if v.AvgNCPUs == 0 {
 		v.AvgNCPUs = 1
 	}
-	if v.Platform == "" {
-		v.Platform = boinc.PlatformName
-	}
+	// An empty <platform> means the primary platform, which the import
+	// knows (importer.platforms).
 	return v, nil
 }
 

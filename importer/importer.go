@@ -19,6 +19,7 @@ import (
 	"github.com/boincd/boincd/codesign"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/statefile"
 	"github.com/boincd/boincd/workfetch"
 )
@@ -50,6 +51,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock (for tests); nil means time.Now.
 	Now func() time.Time
+	// Platforms are the platforms this host runs, primary first; nil
+	// detects them as the daemon does (package platform). App versions
+	// of all of them are kept.
+	Platforms []string
 }
 
 // importOrigin is the Origin of imported projects. GUI-RPC origin keeps a
@@ -118,8 +123,12 @@ func Import(ctx context.Context, opt Options) (*Summary, error) {
 		return nil, fmt.Errorf("import: %w", err)
 	}
 
+	platforms := opt.Platforms
+	if len(platforms) == 0 {
+		platforms, _ = platform.Host(ctx)
+	}
 	im := &importer{
-		ctx: ctx, log: log, now: now(), src: src, dst: dst, cs: cs,
+		ctx: ctx, log: log, now: now(), src: src, dst: dst, cs: cs, platforms: platforms,
 		sum:   &Summary{BOINCDir: src, DataDir: dst, ConfigPath: cfgPath, DryRun: opt.DryRun},
 		stats: readStatistics(src, log),
 		xfers: readDailyXfers(src, log),
@@ -236,6 +245,8 @@ type importer struct {
 	xfers []boinc.DailyXfer
 	am    *daemon.ImportedAcctMgr // nil outside an account manager
 	cfg   *configPlan
+	// platforms are this host's, primary first.
+	platforms []string
 
 	store     *statefile.Store
 	snap      *statefile.Snapshot
@@ -453,8 +464,23 @@ func (im *importer) buildProject(pp *projectPlan) error {
 		pp.apps = append(pp.apps, a)
 	}
 	versions := map[string]*boinc.AppVersion{}
+	primary := im.platforms[0]
 	for _, v := range cp.versions {
 		v.ProjectURL = url
+		// CLIENT_STATE::parse_state_file: a version of any platform
+		// this host runs is kept as it is; one without a platform is
+		// the primary one's, and one of a platform this host does not
+		// run becomes the primary one's, so that its tasks are not
+		// thrown away (the C++ client's case: a 64-bit client
+		// replaced by a 32-bit one).
+		switch {
+		case v.Platform == "":
+			v.Platform = primary
+		case !platform.Supported(im.platforms, v.Platform):
+			pp.sum.Notes = append(pp.sum.Notes, fmt.Sprintf("app version %s %d has platform %s, which this host does not run; changed to %s",
+				v.AppName, v.VersionNum, v.Platform, primary))
+			v.Platform = primary
+		}
 		if _, dup := versions[v.Key()]; dup {
 			continue // the C++ client keeps the first one too
 		}
@@ -494,6 +520,14 @@ func (im *importer) buildProject(pp *projectPlan) error {
 			continue
 		}
 		cr.r.ProjectURL = url
+		// parse_state_file: a result of no platform, or of one this
+		// host does not run, is the primary platform's latest version.
+		if r := &cr.r; r.Platform == "" || !platform.Supported(im.platforms, r.Platform) {
+			r.Platform = primary
+			if w := wus[r.WUName]; w != nil {
+				r.VersionNum = latestVersion(pp.versions, w.AppName, primary)
+			}
+		}
 		kept = append(kept, cr)
 	}
 	needed := map[string]bool{}
@@ -607,6 +641,18 @@ func (im *importer) buildProject(pp *projectPlan) error {
 		pp.sum.Notes = append(pp.sum.Notes, "resource share 0 (a backup project) cannot be expressed in boincd.toml; it becomes 100")
 	}
 	return nil
+}
+
+// latestVersion is the highest version_num of app for plat among
+// versions, 0 if none (CLIENT_STATE::latest_version).
+func latestVersion(versions []*boinc.AppVersion, app, plat string) int {
+	best := 0
+	for _, v := range versions {
+		if v.AppName == app && v.Platform == plat && v.VersionNum > best {
+			best = v.VersionNum
+		}
+	}
+	return best
 }
 
 // finishedResult sets up a result the C++ client had finished computing.

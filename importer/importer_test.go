@@ -17,6 +17,7 @@ import (
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/importer/importtest"
+	"github.com/boincd/boincd/platform"
 	"github.com/boincd/boincd/statefile"
 	"github.com/boincd/boincd/workfetch"
 )
@@ -214,7 +215,7 @@ func TestImportFixtures(t *testing.T) {
 			if len(snap.Apps) != 1 || snap.Apps[0].Name != "refapp" || len(snap.AppVersions) != 1 {
 				t.Errorf("apps %d versions %d", len(snap.Apps), len(snap.AppVersions))
 			}
-			if v := snap.AppVersions[0]; v.VersionNum != 100 || v.Platform != boinc.PlatformName || len(v.FileRefs) != 1 || !v.FileRefs[0].MainProgram {
+			if v := snap.AppVersions[0]; v.VersionNum != 100 || v.Platform != platform.This() || len(v.FileRefs) != 1 || !v.FileRefs[0].MainProgram {
 				t.Errorf("app version %+v", v)
 			}
 			if len(snap.Results) != len(tc.results) {

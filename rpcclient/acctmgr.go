@@ -101,14 +101,7 @@ func (r *AcctMgrRequest) write(x *xw) {
 	x.elemS("   <domain_name>", r.DomainName, "</domain_name>\n")
 	x.elemS("   <client_version>", clientVersionString(), "</client_version>\n")
 	x.elemS("   <run_mode>", r.RunMode, "</run_mode>\n")
-	platform := r.Platform
-	if platform == "" {
-		platform = boinc.PlatformName
-	}
-	x.elemS("    <platform_name>", platform, "</platform_name>\n")
-	for _, p := range r.AltPlatforms {
-		x.elemS("    <alt_platform>\n        <name>", p, "</name>\n    </alt_platform>\n")
-	}
+	writePlatforms(x, r.Platform, r.AltPlatforms)
 	if r.PreviousHostCPID != "" {
 		x.elemS("   <previous_host_cpid>", r.PreviousHostCPID, "</previous_host_cpid>\n")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 const benchN = 1000
@@ -20,7 +21,7 @@ func benchRequest() *SchedulerRequest {
 		name := fmt.Sprintf("bench_wu_%d_0", i)
 		req.Results[i] = ReportedResult{
 			Result: &boinc.Result{Name: name, FinalCPUTime: 3600.5, FinalElapsedTime: 3700.25, WireState: 5,
-				Platform: boinc.PlatformName, VersionNum: 100, PeakWorkingSet: 1724416, PeakDiskUsage: 6205, StderrOut: stderr},
+				Platform: platform.LinuxX86_64, VersionNum: 100, PeakWorkingSet: 1724416, PeakDiskUsage: 6205, StderrOut: stderr},
 			OutputFiles: []*boinc.FileInfo{{Name: name + "_r1_0", NBytes: 86, MaxNBytes: 65536,
 				MD5: "b351e64117fecd13f028009656b05c18", UploadURLs: []string{"http://127.0.0.1:18080/cgi-bin/file_upload_handler"}}},
 			AppVersionNum: 100,

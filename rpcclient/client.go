@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 	"github.com/hashicorp/go-retryablehttp"
 )
 
@@ -63,6 +64,10 @@ type Options struct {
 	// RPCBytesPerSec is the rate at which an RPC earns time beyond
 	// RPCTimeout (default 4096, a 32 kbit/s link).
 	RPCBytesPerSec int64
+	// Platform is the primary platform the User-Agent names, as the C++
+	// client's "BOINC client (PLATFORM 7.20.5)" (http_curl.cpp); default
+	// this build's (platform.This).
+	Platform string
 	// MaxRedirects bounds the redirects followed per request (default 10,
 	// Go's own default). Redirects to a scheme other than http or https,
 	// and from https to http, are refused whatever the count.
@@ -196,10 +201,19 @@ func New(o Options) *Client {
 		replyFixed: replyFixed,
 		rpcTimeout: o.RPCTimeout,
 		rpcRate:    o.RPCBytesPerSec,
-		userAgent:  "BOINC client (" + boinc.PlatformName + " " + clientVersionString() + ")",
+		userAgent:  userAgent(o.Platform),
 	}
 	c.lim.Store(c.limits(o.StallTimeout, o.MinBytesPerSec))
 	return c
+}
+
+// userAgent is the C++ client's User-Agent (http_curl.cpp
+// get_user_agent_string): the primary platform and the version.
+func userAgent(primary string) string {
+	if primary == "" {
+		primary = platform.This()
+	}
+	return "BOINC client (" + primary + " " + clientVersionString() + ")"
 }
 
 // xferLimits are the low-speed rule's parameters (Options.StallTimeout,

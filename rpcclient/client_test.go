@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 func newTestClient(t *testing.T, o Options) *Client {
@@ -41,7 +42,7 @@ func fileServer(t *testing.T, content []byte, ignoreRange bool) (*httptest.Serve
 	var mu sync.Mutex
 	var ranges []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ua := r.Header.Get("User-Agent"); ua != "BOINC client (x86_64-pc-linux-gnu 7.20.5)" {
+		if ua := r.Header.Get("User-Agent"); ua != "BOINC client ("+platform.This()+" 7.20.5)" {
 			t.Errorf("User-Agent %q", ua)
 		}
 		mu.Lock()

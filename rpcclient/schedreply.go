@@ -957,9 +957,8 @@ func (p *rparser) appVersion(t xml.StartElement, idx int) (boinc.AppVersion, err
 	if av.AvgNCPUs == 0 {
 		av.AvgNCPUs = 1
 	}
-	if av.Platform == "" {
-		av.Platform = boinc.PlatformName
-	}
+	// An empty <platform> stays empty: it means the client's primary
+	// platform, which the daemon knows (handle_scheduler_reply).
 	return av, nil
 }
 

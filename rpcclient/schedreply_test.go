@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 func TestParseReplyFirstContact(t *testing.T) {
@@ -47,13 +48,13 @@ func TestParseReplyFirstContact(t *testing.T) {
 			{Name: "refwu_1795268541_1_0_r7919_0", MaxNBytes: 65536,
 				UploadURLs: []string{"http://127.0.0.1:18080/cgi-bin/file_upload_handler"}, XMLSignature: xmlSig},
 		},
-		AppVersions: []boinc.AppVersion{{AppName: "refapp", VersionNum: 100, Platform: boinc.PlatformName, AvgNCPUs: 1, Flops: 1e9,
+		AppVersions: []boinc.AppVersion{{AppName: "refapp", VersionNum: 100, Platform: platform.LinuxX86_64, AvgNCPUs: 1, Flops: 1e9,
 			FileRefs: []boinc.FileRef{{FileName: "refapp_1.00_x86_64-pc-linux-gnu.sh", MainProgram: true}}}},
 		Workunits: []boinc.Workunit{{Name: "refwu_1795268541_1", AppName: "refapp", VersionNum: 100, CommandLine: "--seconds 30",
 			RscFpopsEst: 3e10, RscFpopsBound: 1e13, RscMemoryBound: 1e8, RscDiskBound: 1e8,
 			InputFiles: []boinc.FileRef{{FileName: "refwu_1795268541_1_in", OpenName: "in"}}}},
 		Results: []boinc.Result{{Name: "refwu_1795268541_1_0", WUName: "refwu_1795268541_1",
-			ReportDeadline: time.Unix(1795873355, 0).UTC(), Platform: boinc.PlatformName, VersionNum: 100,
+			ReportDeadline: time.Unix(1795873355, 0).UTC(), Platform: platform.LinuxX86_64, VersionNum: 100,
 			OutputFiles: []boinc.FileRef{{FileName: "refwu_1795268541_1_0_r7919_0", OpenName: "out", CopyFile: true}}}},
 	}
 	if !reflect.DeepEqual(r, want) {
@@ -134,7 +135,7 @@ func TestParseReplyVariants(t *testing.T) {
 <coproc><type>CUDA</type><count>0.5</count></coproc><plan_class>cuda</plan_class></app_version></scheduler_reply>`,
 			func(t *testing.T, r *SchedulerReply) {
 				av := r.AppVersions[0]
-				if av.AvgNCPUs != 1 || av.Platform != boinc.PlatformName || av.Coproc == nil || *av.Coproc != (boinc.CoprocUsage{Type: "NVIDIA", Count: 0.5}) {
+				if av.AvgNCPUs != 1 || av.Platform != "" || av.Coproc == nil || *av.Coproc != (boinc.CoprocUsage{Type: "NVIDIA", Count: 0.5}) {
 					t.Errorf("got %+v", av)
 				}
 			}},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 // SchedulerRequest is everything one <scheduler_request> carries. The caller
@@ -36,6 +37,10 @@ type SchedulerRequest struct {
 	CPUReqInstances float64
 	EstimatedDelay  float64
 
+	// Platform is <platform_name>: the primary platform, or "anonymous"
+	// (default: this build's, platform.This). AltPlatforms follow it as
+	// <alt_platform> elements, in the host's order of preference
+	// (CLIENT_STATE::write_platforms).
 	Platform     string
 	AltPlatforms []string
 	// CodeSignKey is the project's key text ("1024\n…\n."), echoed once the
@@ -117,6 +122,19 @@ type OtherResult struct {
 // client keeps the last 63 KB (client/app_control.cpp read_stderr_file).
 const maxStderrBytes = 63 * 1024
 
+// writePlatforms is CLIENT_STATE::write_platforms, shared by the
+// scheduler and account manager requests: the primary platform (this
+// build's when empty) and each alternate.
+func writePlatforms(x *xw, primary string, alts []string) {
+	if primary == "" {
+		primary = platform.This()
+	}
+	x.elemS("    <platform_name>", primary, "</platform_name>\n")
+	for _, p := range alts {
+		x.elemS("    <alt_platform>\n        <name>", p, "</name>\n    </alt_platform>\n")
+	}
+}
+
 // WriteTo writes the request XML to w.
 func (r *SchedulerRequest) WriteTo(w io.Writer) (int64, error) {
 	cw := &countWriter{w: w}
@@ -148,14 +166,7 @@ func (r *SchedulerRequest) write(x *xw) {
 	x.elemF("    <cpu_req_instances>", r.CPUReqInstances, "</cpu_req_instances>\n")
 	x.elemF("    <estimated_delay>", r.EstimatedDelay, "</estimated_delay>\n")
 	x.raw("    <client_cap_plan_class>1</client_cap_plan_class>\n")
-	platform := r.Platform
-	if platform == "" {
-		platform = boinc.PlatformName
-	}
-	x.elemS("    <platform_name>", platform, "</platform_name>\n")
-	for _, p := range r.AltPlatforms {
-		x.elemS("    <alt_platform>\n        <name>", p, "</name>\n    </alt_platform>\n")
-	}
+	writePlatforms(x, r.Platform, r.AltPlatforms)
 	if key := strings.TrimSpace(r.CodeSignKey); key != "" {
 		x.elemS("    <code_sign_key>\n", key, "\n</code_sign_key>\n")
 	}

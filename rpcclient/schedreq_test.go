@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 // fixtureDir holds the BOINC 7.20 captures (testdata/ at the module root).
@@ -66,7 +67,7 @@ func fixtureRequest01() *SchedulerRequest {
 		Authenticator:         "0123456789abcdef0123456789abcdef",
 		ResourceShareFraction: 1, RRSFraction: 1, PRRSFraction: 1, DCF: 1,
 		WorkReqSeconds: 1, CPUReqSecs: 1,
-		Platform: boinc.PlatformName,
+		Platform: platform.LinuxX86_64,
 		Prefs:    boinc.DefaultPrefs(),
 		TimeStats: TimeStats{
 			OnFrac: 1, ConnectedFrac: -1, CPUAndNetworkAvailableFrac: 1, ActiveFrac: 1, GPUActiveFrac: 1,
@@ -81,11 +82,11 @@ func fixtureRequest01() *SchedulerRequest {
 }
 
 func fixtureRequest04() *SchedulerRequest {
-	av := &boinc.AppVersion{AppName: "refapp", VersionNum: 100, Platform: boinc.PlatformName, AvgNCPUs: 1, Flops: 1e9}
+	av := &boinc.AppVersion{AppName: "refapp", VersionNum: 100, Platform: platform.LinuxX86_64, AvgNCPUs: 1, Flops: 1e9}
 	mk := func(name, out, md5 string, elapsed, ws float64, pid string, slot string) ReportedResult {
 		return ReportedResult{
 			Result: &boinc.Result{
-				Name: name, FinalElapsedTime: elapsed, WireState: 5, Platform: boinc.PlatformName, VersionNum: 100,
+				Name: name, FinalElapsedTime: elapsed, WireState: 5, Platform: platform.LinuxX86_64, VersionNum: 100,
 				PeakWorkingSet: ws, PeakDiskUsage: 6205,
 				StderrOut: "refapp: start pid=" + pid + " cwd=/var/lib/boinc-client/slots/" + slot + " args=--seconds 30\nrefapp: done\n",
 			},
@@ -102,7 +103,7 @@ func fixtureRequest04() *SchedulerRequest {
 		HostID:        1, RPCSeqno: 2,
 		ResourceShareFraction: 1, RRSFraction: 1, PRRSFraction: 1, DCF: 0.970272,
 		WorkReqSeconds: 103680, CPUReqSecs: 103680, CPUReqInstances: 2,
-		Platform:       boinc.PlatformName,
+		Platform:       platform.LinuxX86_64,
 		CodeSignKey:    "\n" + fixtureCodeSignKey + "\n",
 		Prefs:          boinc.DefaultPrefs(),
 		CrossProjectID: "11111111111111111111111111111111",
@@ -159,8 +160,8 @@ func TestWriteRequestGolden(t *testing.T) {
 }
 
 func TestWriteRequestVariants(t *testing.T) {
-	aborted := &boinc.Result{Name: "r<&>", WireState: 6, ExitStatus: 203, Platform: boinc.PlatformName, VersionNum: 100}
-	dlErr := &boinc.Result{Name: "d", WireState: 1, ExitStatus: -186, Platform: boinc.PlatformName, VersionNum: 100,
+	aborted := &boinc.Result{Name: "r<&>", WireState: 6, ExitStatus: 203, Platform: platform.LinuxX86_64, VersionNum: 100}
+	dlErr := &boinc.Result{Name: "d", WireState: 1, ExitStatus: -186, Platform: platform.LinuxX86_64, VersionNum: 100,
 		ErrorMessage: "app_version download error\n"}
 	hostile := &boinc.Result{Name: "h", WireState: 3, PlanClass: "cuda", StderrOut: "a]]>b", ErrorMessage: "boom"}
 	big := &boinc.Result{Name: "big", WireState: 5, StderrOut: "HEAD" + strings.Repeat("x", maxStderrBytes)}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 	"go.etcd.io/bbolt"
 )
 
@@ -66,7 +67,7 @@ func fullApp(url, name string) *boinc.App {
 
 func fullAppVersion(url, app string) *boinc.AppVersion {
 	return &boinc.AppVersion{
-		ProjectURL: url, AppName: app, VersionNum: 712, Platform: boinc.PlatformName, PlanClass: "cuda",
+		ProjectURL: url, AppName: app, VersionNum: 712, Platform: platform.LinuxX86_64, PlanClass: "cuda",
 		APIVersion: "7.20.0", AvgNCPUs: 0.5, Flops: 1e9, Cmdline: "--gpu", FilePrefix: "pre",
 		Coproc:   &boinc.CoprocUsage{Type: "NVIDIA", Count: 1},
 		FileRefs: []boinc.FileRef{{FileName: app + "_712", OpenName: "main", MainProgram: true, CopyFile: true, Optional: true}},
@@ -84,7 +85,7 @@ func fullWorkunit(url, name string) *boinc.Workunit {
 func fullResult(url, name string) *boinc.Result {
 	return &boinc.Result{
 		ProjectURL: url, Name: name, WUName: "wu_" + name, ReportDeadline: t0.Add(48 * time.Hour),
-		Platform: boinc.PlatformName, VersionNum: 712, PlanClass: "cuda",
+		Platform: platform.LinuxX86_64, VersionNum: 712, PlanClass: "cuda",
 		OutputFiles:       []boinc.FileRef{{FileName: name + "_0", OpenName: "out"}},
 		ReportImmediately: true, ReceivedTime: t0, Phase: boinc.PhaseUploaded, WireState: 5,
 		ExitStatus: -1, FinalCPUTime: 10.5, FinalElapsedTime: 11.5, PeakWorkingSet: 1e6, PeakDiskUsage: 2e6,

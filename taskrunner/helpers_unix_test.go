@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 const (
@@ -105,12 +106,12 @@ func (e *testEnv) spec(cmdline string) TaskSpec {
 	return TaskSpec{
 		Project: proj,
 		App:     &boinc.App{ProjectURL: testURL, Name: "refapp"},
-		Version: &boinc.AppVersion{ProjectURL: testURL, AppName: "refapp", VersionNum: 100, Platform: boinc.PlatformName, AvgNCPUs: 1,
+		Version: &boinc.AppVersion{ProjectURL: testURL, AppName: "refapp", VersionNum: 100, Platform: platform.LinuxX86_64, AvgNCPUs: 1,
 			FileRefs: []boinc.FileRef{{FileName: appFile, MainProgram: true}}},
 		WU: &boinc.Workunit{ProjectURL: testURL, Name: wuName, AppName: "refapp", CommandLine: cmdline,
 			RscFpopsEst: 3e10, RscFpopsBound: 1e13, RscMemoryBound: 1e8, RscDiskBound: 1e8,
 			InputFiles: []boinc.FileRef{{FileName: inFile, OpenName: "in"}}},
-		Result: &boinc.Result{ProjectURL: testURL, Name: resName, WUName: wuName, VersionNum: 100, Platform: boinc.PlatformName,
+		Result: &boinc.Result{ProjectURL: testURL, Name: resName, WUName: wuName, VersionNum: 100, Platform: platform.LinuxX86_64,
 			ReportDeadline: time.Unix(1795864715, 0),
 			OutputFiles:    []boinc.FileRef{{FileName: outFile, OpenName: "out"}}},
 		Files: files,

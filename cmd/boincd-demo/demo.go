@@ -14,12 +14,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/daemon"
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/tty"
+	"github.com/boincd/boincd/platform"
 )
 
 // runDemo starts the built-in demo project on loopback, attaches a daemon
@@ -70,7 +70,7 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 
 	// The demo app is this very binary under another name (a multi-call
 	// binary), so the demo needs nothing but `go run`.
-	appName := demoapp.BinaryPrefix + "_1.00_" + boinc.PlatformName
+	appName := demoapp.BinaryPrefix + "_1.00_" + platform.This()
 	srv, err := testproject.New(testproject.Config{
 		Name: "boincd demo project",
 		Apps: []testproject.App{{

@@ -9,15 +9,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/ccconfig"
 	"github.com/boincd/boincd/container"
 	"github.com/boincd/boincd/coproc"
+	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/platform"
 )
 
 const probeHelp = `usage: boincd probe [--json] [--xml] [--benchmark [--benchmark-seconds S]] [--no-containers] [--dir DIR]
@@ -43,13 +48,14 @@ var planClassFeatures = []string{"sse2", "avx", "avx2", "avx512f", "fma", "neon"
 
 // probeDoc is what --json prints.
 type probeDoc struct {
-	Host       boinc.Host     `json:"host"`
-	CPU        probeCPUDoc    `json:"cpu"`
-	Memory     probeMemDoc    `json:"memory"`
-	Disk       probeDiskDoc   `json:"disk"`
-	OS         probeOSDoc     `json:"os"`
-	Benchmarks *probeBenchDoc `json:"benchmarks,omitempty"`
-	GPUs       probeGPUDoc    `json:"gpus"`
+	Host       boinc.Host       `json:"host"`
+	CPU        probeCPUDoc      `json:"cpu"`
+	Memory     probeMemDoc      `json:"memory"`
+	Disk       probeDiskDoc     `json:"disk"`
+	OS         probeOSDoc       `json:"os"`
+	Platforms  probePlatformDoc `json:"platforms"`
+	Benchmarks *probeBenchDoc   `json:"benchmarks,omitempty"`
+	GPUs       probeGPUDoc      `json:"gpus"`
 	// Containers is nil with --no-containers.
 	Containers *probeContainerDoc `json:"containers,omitempty"`
 	HostInfo   string             `json:"host_info_xml"`
@@ -86,6 +92,15 @@ type probeOSDoc struct {
 	Kernel  string `json:"kernel"`
 	Libc    string `json:"libc,omitempty"`
 	Arch    string `json:"arch"`
+}
+
+// probePlatformDoc is what the daemon would ask projects for: the primary
+// platform and the alternates (package platform), with cc_config.xml's
+// no_alt_platform and alt_platform applied, and what the checks found.
+type probePlatformDoc struct {
+	Primary    string   `json:"primary"`
+	Alternates []string `json:"alternates"`
+	Checks     []string `json:"checks,omitempty"`
 }
 
 type probeBenchDoc struct {
@@ -189,6 +204,7 @@ func probe(ctx context.Context, dir string, bench bool, benchDur time.Duration, 
 	doc.Memory = probeMemDoc{Total: h.MNBytes, Available: x.MemAvailable, SwapTotal: h.MSwap, SwapFree: x.SwapFree}
 	doc.Disk = probeDiskDoc{Dir: dir, Total: h.DTotal, Free: h.DFree}
 	doc.OS = probeOSDoc{Name: h.OSName, Version: h.OSVersion, Kernel: x.Kernel, Libc: x.Libc, Arch: x.Arch}
+	doc.Platforms = probePlatforms(ctx, dir)
 
 	doc.GPUs.NVIDIA = probeGPUs(ctx)
 	h.NUsableCoprocs = doc.GPUs.NVIDIA.Usable
@@ -218,6 +234,18 @@ func probe(ctx context.Context, dir string, bench bool, benchDur time.Duration, 
 	_ = coproc.WriteHostInfo(&hi, h, coproc.HostInfoOptions{})
 	doc.HostInfo = hi.String()
 	return doc
+}
+
+// probePlatforms detects the platforms as the daemon does at start,
+// including dir's cc_config.xml.
+func probePlatforms(ctx context.Context, dir string) probePlatformDoc {
+	names, pr := platform.Host(ctx)
+	path := filepath.Join(dir, daemon.CCConfigFile)
+	if data, err := os.ReadFile(path); err == nil {
+		cc, _ := ccconfig.ParseCC(path, data)
+		names = platform.Configure(names, cc.Options.NoAltPlatform, cc.Options.AltPlatforms)
+	}
+	return probePlatformDoc{Primary: names[0], Alternates: append([]string{}, names[1:]...), Checks: pr.Notes}
 }
 
 // probeContainers runs the daemon's detection (container.Detector) as
@@ -294,6 +322,17 @@ func writeProbe(w io.Writer, d *probeDoc) {
 	row("name", "%s", d.OS.Name)
 	row("version", "%s", d.OS.Version)
 	row("arch", "%s", d.OS.Arch)
+
+	section("Platforms")
+	row("primary", "%s", d.Platforms.Primary)
+	alt := strings.Join(d.Platforms.Alternates, ", ")
+	if alt == "" {
+		alt = "none"
+	}
+	row("alternates", "%s", alt)
+	for _, c := range d.Platforms.Checks {
+		row("checked", "%s", c)
+	}
 
 	section("Benchmarks")
 	if b := d.Benchmarks; b != nil {

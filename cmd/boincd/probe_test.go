@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/boincd/boincd/coproc"
+	"github.com/boincd/boincd/platform"
 )
 
 func TestProbeCommand(t *testing.T) {
@@ -21,7 +26,7 @@ func TestProbeCommand(t *testing.T) {
 			name: "table",
 			args: []string{"--dir", dir, "--no-containers"},
 			check: func(t *testing.T, out string) {
-				for _, s := range []string{"Host", "CPU", "logical", "physical", "features", "+sse2", "Memory", "swap", "Disk", dir, "OS", "Benchmarks", "use --benchmark", "GPUs", "NVIDIA", "Containers", "not checked"} {
+				for _, s := range []string{"Host", "CPU", "logical", "physical", "features", "+sse2", "Memory", "swap", "Disk", dir, "OS", "Platforms", "primary", "alternates", platform.This(), "Benchmarks", "use --benchmark", "GPUs", "NVIDIA", "Containers", "not checked"} {
 					if !strings.Contains(out, s) && !(s == "+sse2" && strings.Contains(out, "-sse2")) {
 						t.Errorf("output lacks %q:\n%s", s, out)
 					}
@@ -52,6 +57,9 @@ func TestProbeCommand(t *testing.T) {
 				}
 				if doc.Benchmarks == nil || doc.Benchmarks.FpopsPerCPU <= 0 || doc.Host.PIops != doc.Benchmarks.IopsPerCPU {
 					t.Fatalf("benchmarks = %+v, host %+v", doc.Benchmarks, doc.Host)
+				}
+				if doc.Platforms.Primary == "" || doc.Platforms.Alternates == nil {
+					t.Fatalf("platforms = %+v", doc.Platforms)
 				}
 				if len(doc.CPU.Has) != len(planClassFeatures) {
 					t.Fatalf("plan class features %v", doc.CPU.Has)
@@ -135,5 +143,20 @@ func TestWriteProbeGPUs(t *testing.T) {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("output lacks %q:\n%s", s, b.String())
 		}
+	}
+}
+
+// The platforms shown are the daemon's: cc_config.xml's no_alt_platform
+// and alt_platform apply.
+func TestProbePlatformsCCConfig(t *testing.T) {
+	dir := t.TempDir()
+	cc := "<cc_config><options><no_alt_platform/><alt_platform>my-custom-platform</alt_platform></options></cc_config>"
+	if err := os.WriteFile(filepath.Join(dir, "cc_config.xml"), []byte(cc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	doc := probePlatforms(context.Background(), dir)
+	names, _ := platform.Host(context.Background())
+	if doc.Primary != names[0] || !slices.Equal(doc.Alternates, []string{"my-custom-platform"}) {
+		t.Errorf("platforms %+v, want primary %q and only my-custom-platform", doc, names[0])
 	}
 }

@@ -513,11 +513,14 @@ func (c *configSources) list() []configSourceDoc {
 }
 
 type clientDoc struct {
-	Version           string `json:"version"`
-	Platform          string `json:"platform"`
-	HostName          string `json:"host_name"`
-	NCPUs             int    `json:"ncpus"`
-	ExecutingAsDaemon bool   `json:"executing_as_daemon"`
+	Version  string `json:"version"`
+	Platform string `json:"platform"`
+	// AltPlatforms are the other platforms the client asks work for
+	// (get_state's <platform> list after the primary).
+	AltPlatforms      []string `json:"alt_platforms,omitempty"`
+	HostName          string   `json:"host_name"`
+	NCPUs             int      `json:"ncpus"`
+	ExecutingAsDaemon bool     `json:"executing_as_daemon"`
 }
 
 type modeDoc struct {
@@ -607,6 +610,7 @@ func buildStatus(addr string, now time.Time, cc *client.CCStatus, st *client.Sta
 		Client: clientDoc{
 			Version:           st.CoreClientVersion.String(),
 			Platform:          st.PlatformName,
+			AltPlatforms:      altPlatforms(st.PlatformName, st.Platforms),
 			HostName:          st.HostInfo.DomainName,
 			NCPUs:             st.HostInfo.PNCPUs,
 			ExecutingAsDaemon: st.ExecutingAsDaemon,
@@ -937,13 +941,25 @@ func parseKV(s string) map[string]string {
 }
 
 // renderStatus is the human view.
+// altPlatforms is get_state's platform list without the primary one.
+func altPlatforms(primary string, all []string) []string {
+	var out []string
+	for _, p := range all {
+		if p != primary {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 func renderStatus(w io.Writer, d *statusDoc, loc *time.Location) error {
 	bw := bufio.NewWriter(w)
 	host := d.Client.HostName
 	if host == "" {
 		host = "?"
 	}
-	fmt.Fprintf(bw, "BOINC client %s at %s (%s, host %s, %d CPUs)\n", d.Client.Version, d.Address, d.Client.Platform, host, d.Client.NCPUs)
+	plat := strings.Join(append([]string{d.Client.Platform}, d.Client.AltPlatforms...), " + ")
+	fmt.Fprintf(bw, "BOINC client %s at %s (%s, host %s, %d CPUs)\n", d.Client.Version, d.Address, plat, host, d.Client.NCPUs)
 	fmt.Fprintf(bw, "  as of %s, network: %s\n", d.Time.In(loc).Format("2006-01-02 15:04:05 MST"), d.NetworkStatus)
 	for _, m := range []struct {
 		name string

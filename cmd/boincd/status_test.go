@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/boincd/boincd/guirpc/client"
 )
@@ -553,5 +555,22 @@ func TestStatusContainerEngine(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The header names the alternate platforms get_state lists after the
+// primary one.
+func TestStatusAltPlatforms(t *testing.T) {
+	st := &client.State{PlatformName: "x86_64-pc-linux-gnu", Platforms: []string{"x86_64-pc-linux-gnu", "i686-pc-linux-gnu"}}
+	doc := buildStatus("127.0.0.1:31416", time.Unix(1795268600, 0), &client.CCStatus{}, st, nil, nil)
+	if !slices.Equal(doc.Client.AltPlatforms, []string{"i686-pc-linux-gnu"}) {
+		t.Errorf("alt_platforms %q", doc.Client.AltPlatforms)
+	}
+	var b bytes.Buffer
+	if err := renderStatus(&b, doc, time.UTC); err != nil {
+		t.Fatal(err)
+	}
+	if want := "(x86_64-pc-linux-gnu + i686-pc-linux-gnu, host ?, 0 CPUs)"; !strings.Contains(b.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, b.String())
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 // The project's web RPCs for the Add Project wizard, as a BOINC project's
@@ -175,7 +175,7 @@ func (s *Server) handleProjectConfig(w http.ResponseWriter, r *http.Request) {
 	for _, a := range s.cfg.Apps {
 		p := a.Platform
 		if p == "" {
-			p = boinc.PlatformName
+			p = platform.This()
 		}
 		if seen[p] {
 			continue

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 // Config describes the project the server pretends to be. The zero value of
@@ -94,7 +95,11 @@ type App struct {
 	FriendlyName string // default Name
 	VersionNum   int    // default 100
 	// Platform of the version; "" answers each request with its own
-	// <platform_name>, so a shell-script app runs on any host.
+	// <platform_name>, so a shell-script app runs on any host. An app
+	// listed again with another Platform (and other file names) is the
+	// same app's version for that platform: each job gets the version of
+	// the first of the client's platforms (<platform_name>, then each
+	// <alt_platform>) that has one.
 	Platform string
 	// APIVersion is sent as <api_version>: set it for apps linked with the
 	// BOINC API (the client then drives them through shared memory); leave
@@ -245,10 +250,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		if err := boinc.ValidateFileName(a.Name, false); err != nil {
 			return cfg, fmt.Errorf("testproject config: app %d name: %w", i, err)
 		}
-		if seen["app:"+a.Name] {
-			return cfg, fmt.Errorf("testproject config: app %q listed twice", a.Name)
+		// An app may be listed once per platform: its versions for
+		// several platforms (Server.versionForLocked picks one).
+		if seen["app:"+a.Name+"\x00"+a.Platform] || (a.Platform == "" && seen["app:"+a.Name]) {
+			return cfg, fmt.Errorf("testproject config: app %q listed twice for platform %q", a.Name, a.Platform)
 		}
-		seen["app:"+a.Name] = true
+		seen["app:"+a.Name+"\x00"+a.Platform], seen["app:"+a.Name] = true, true
 		if a.FriendlyName == "" {
 			a.FriendlyName = a.Name
 		}
@@ -410,7 +417,7 @@ func ShellApp(name, script string) App {
 		FriendlyName: name,
 		VersionNum:   defaultVersionNum,
 		Files: []AppFile{{
-			Name:        name + "_1.00_" + boinc.PlatformName + ".sh",
+			Name:        name + "_1.00_" + platform.This() + ".sh",
 			Data:        []byte(script),
 			Executable:  true,
 			MainProgram: true,

@@ -107,7 +107,7 @@ func uploadURL(base string) string { return base + "cgi-bin/file_upload_handler"
 func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]bool, base string) {
 	var app *appState
 	for _, a := range s.apps {
-		if a.Name == j.App {
+		if a.Name == j.App && (app == nil || a.Platform == j.Platform) {
 			app = a
 		}
 	}
@@ -118,6 +118,11 @@ func (s *Server) writeJobLocked(b *replyBuilder, j *Job, appsSent map[string]boo
 		b.linef("    <name>%s</name>", xmlEscape(app.Name))
 		b.linef("    <user_friendly_name>%s</user_friendly_name>", xmlEscape(app.FriendlyName))
 		b.line("</app>")
+	}
+	// Each platform's version once per reply (the app above is one for
+	// all of them).
+	if vkey := app.Name + "\x00" + j.Platform; !appsSent[vkey] && !j.Anonymous {
+		appsSent[vkey] = true
 		for _, f := range app.files {
 			b.line("<file_info>")
 			b.linef("    <name>%s</name>", xmlEscape(f.Name))

@@ -11,26 +11,28 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/platform"
 )
 
 // schedRequest is the part of <scheduler_request> the server uses
 // (PROTOCOLS.md §1.3). Everything else is skipped.
 type schedRequest struct {
-	XMLName         xml.Name       `xml:"scheduler_request"`
-	Authenticator   string         `xml:"authenticator"`
-	HostID          int64          `xml:"hostid"`
-	RPCSeqno        int64          `xml:"rpc_seqno"`
-	Major           int            `xml:"core_client_major_version"`
-	Minor           int            `xml:"core_client_minor_version"`
-	Release         int            `xml:"core_client_release"`
-	DontSendWork    xmlBool        `xml:"dont_send_work"`
-	WorkReqSeconds  float64        `xml:"work_req_seconds"`
-	CPUReqSecs      float64        `xml:"cpu_req_secs"`
-	CPUReqInstances float64        `xml:"cpu_req_instances"`
-	PlatformName    string         `xml:"platform_name"`
-	CodeSignKey     string         `xml:"code_sign_key"`
-	Results         []reportResult `xml:"result"`
+	XMLName         xml.Name `xml:"scheduler_request"`
+	Authenticator   string   `xml:"authenticator"`
+	HostID          int64    `xml:"hostid"`
+	RPCSeqno        int64    `xml:"rpc_seqno"`
+	Major           int      `xml:"core_client_major_version"`
+	Minor           int      `xml:"core_client_minor_version"`
+	Release         int      `xml:"core_client_release"`
+	DontSendWork    xmlBool  `xml:"dont_send_work"`
+	WorkReqSeconds  float64  `xml:"work_req_seconds"`
+	CPUReqSecs      float64  `xml:"cpu_req_secs"`
+	CPUReqInstances float64  `xml:"cpu_req_instances"`
+	PlatformName    string   `xml:"platform_name"`
+	// AltPlatforms are the <alt_platform> names, in the client's order.
+	AltPlatforms []string       `xml:"alt_platform>name"`
+	CodeSignKey  string         `xml:"code_sign_key"`
+	Results      []reportResult `xml:"result"`
 	// MsgsFromHost are trickle-ups, kept raw (trickle.go).
 	MsgsFromHost []msgFromHostXML `xml:"msg_from_host"`
 	// AppVersions are the client's versions (PROTOCOLS.md §1.3 #25);
@@ -356,6 +358,8 @@ func (s *Server) processRPC(body []byte, readErr error, base string) []byte {
 		if anonymous {
 			v := anonVersions[app.Name]
 			av = &v
+		} else {
+			app = s.versionForLocked(app.Name, req.platforms())
 		}
 		jobs = append(jobs, s.newJobLocked(hostID, req.PlatformName, base, now, app, av))
 		n := needFor(app)
@@ -559,7 +563,7 @@ func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.T
 	if av != nil {
 		j.Anonymous, j.VersionNum, j.PlanClass, j.Platform = true, av.VersionNum, av.PlanClass, av.Platform
 		if j.Platform == "" {
-			j.Platform = boinc.PlatformName
+			j.Platform = platform.This()
 		}
 	}
 	input := JobInput(n, s.cfg.Job.InputSize)
@@ -597,6 +601,41 @@ func (s *Server) newJobLocked(hostID int64, reqPlatform, base string, now time.T
 	return j
 }
 
+// platforms are the request's platforms, primary first.
+func (r *schedRequest) platforms() []string {
+	out := []string{strings.TrimSpace(r.PlatformName)}
+	for _, p := range r.AltPlatforms {
+		out = append(out, strings.TrimSpace(p))
+	}
+	return out
+}
+
+// versionForLocked picks, among the configured apps called name (one per
+// platform), the version a client with these platforms gets: the first
+// platform of the client's list that has one, as a real scheduler does
+// when the versions are equally fast (sched_version.cpp get_app_version
+// walks the request's platforms in order and keeps the first best). An
+// app for any platform ("") matches the primary. With no match the first
+// configured version is sent anyway, so tests can see what a client does
+// with a version for a platform it did not ask for.
+func (s *Server) versionForLocked(name string, platforms []string) *appState {
+	var first *appState
+	for _, p := range platforms {
+		for _, a := range s.apps {
+			if a.Name != name {
+				continue
+			}
+			if first == nil {
+				first = a
+			}
+			if a.Platform == p || (a.Platform == "" && p == platforms[0]) {
+				return a
+			}
+		}
+	}
+	return first
+}
+
 // platformFor is the platform a version is announced for in a reply to a
 // client whose primary platform is reqPlatform.
 func platformFor(app *appState, reqPlatform string) string {
@@ -606,5 +645,5 @@ func platformFor(app *appState, reqPlatform string) string {
 	if p := strings.TrimSpace(reqPlatform); p != "" && p != "anonymous" {
 		return p
 	}
-	return boinc.PlatformName
+	return platform.This()
 }
