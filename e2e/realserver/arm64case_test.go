@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,5 +148,18 @@ func checkARM64(t *testing.T, s *server, r *caseRun) string {
 	if len(got) == 0 || n != len(got) {
 		t.Errorf("%s: results computed by versions for %v, want all %s", r.label, got, want)
 	}
-	return fmt.Sprintf("%s: %d/%d", want, n, len(got))
+	cell := fmt.Sprintf("%s: %d/%d", want, n, len(got))
+	if r.client == "boincd" {
+		// boincd's start-up line names the platform it detected
+		out, _ := os.ReadFile(filepath.Join(r.dir, "rs_client.out"))
+		m := startPlatformRE.FindSubmatch(out)
+		if m == nil || string(m[1]) != armPlatform {
+			t.Errorf("%s: boincd's start-up line names platform %q, want %s", r.label, m, armPlatform)
+		} else {
+			cell += ", started as " + string(m[1])
+		}
+	}
+	return cell
 }
+
+var startPlatformRE = regexp.MustCompile(`msg="boincd starting".* platform=(\S+)`)
