@@ -51,8 +51,11 @@ const (
 	cancelKillWithin = 80 * time.Second
 	// nudgeAfter: a task ready to report for this long gets a
 	// boinccmd update (the user's "Update"), as a client holds errored
-	// results while its work fetch is backed off.
-	nudgeAfter = 5 * time.Second
+	// results while its work fetch is backed off. Longer than the
+	// project's request_delay (7 s), which both clients wait out before
+	// any request: a nudge marks a client that holds a report, not one
+	// that waits as the project asked.
+	nudgeAfter = 10 * time.Second
 )
 
 func failureFeatureCases() []featureCase {
