@@ -116,11 +116,37 @@ type winEnv struct {
 	boincd, demo string // Linux paths of the Windows binaries (in drive_c)
 
 	mu      sync.Mutex
-	procs   []*exec.Cmd // long-running Wine processes this test started
+	procs   []*proc // long-running Wine processes this test started, the holder first
 	nlog    int
-	holder  *exec.Cmd
 	holdIn  io.WriteCloser
 	stopped bool
+}
+
+// proc is a started process whose end is awaited once, in the background.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when it has ended; err is set then
+	err  error
+}
+
+func newProc(cmd *exec.Cmd) *proc {
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p
+}
+
+// wait waits up to timeout for p to end: ended is false when it is still
+// running, err is its exit error.
+func (p *proc) wait(timeout time.Duration) (ended bool, err error) {
+	select {
+	case <-p.done:
+		return true, p.err
+	case <-time.After(timeout):
+		return false, nil
+	}
 }
 
 // wineEnviron is the environment of every Wine process: the test's, less
@@ -194,33 +220,27 @@ func (w *winEnv) run(timeout time.Duration, name string, args ...string) (string
 
 // start starts a long-running wine64 process; it is killed by pid at the
 // end of the test if it is still running then.
-func (w *winEnv) start(name string, args ...string) (*exec.Cmd, string, error) {
+func (w *winEnv) start(name string, args ...string) (*proc, string, error) {
 	cmd, logPath, err := w.command(context.Background(), name, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := cmd.Start(); err != nil {
-		cmd.Stdout.(*os.File).Close()
-		return nil, "", err
-	}
-	cmd.Stdout.(*os.File).Close()
-	w.mu.Lock()
-	w.procs = append(w.procs, cmd)
-	w.mu.Unlock()
-	return cmd, logPath, nil
+	p, err := w.track(cmd)
+	return p, logPath, err
 }
 
-// waitExit waits up to timeout for cmd to end; false when it is still
-// running.
-func waitExit(cmd *exec.Cmd, timeout time.Duration) (error, bool) {
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return err, true
-	case <-time.After(timeout):
-		return nil, false
+// track starts cmd and adds it to the processes stop ends.
+func (w *winEnv) track(cmd *exec.Cmd) (*proc, error) {
+	err := cmd.Start()
+	cmd.Stdout.(*os.File).Close() // the child has its own copy
+	if err != nil {
+		return nil, err
 	}
+	p := newProc(cmd)
+	w.mu.Lock()
+	w.procs = append(w.procs, p)
+	w.mu.Unlock()
+	return p, nil
 }
 
 // newWinEnv makes a fresh prefix under root with wineboot -i, copies the
@@ -260,8 +280,7 @@ func newWinEnv(t *testing.T, tl tools, root, dll string) (*winEnv, time.Duration
 	// Wine ends services.exe, and the services with it, a few seconds
 	// after the last user process, and every command would start
 	// wineserver anew. cmd.exe reads its stdin, a pipe this test holds.
-	ctx := context.Background()
-	h, _, err := w.command(ctx, "holder", "cmd.exe")
+	h, _, err := w.command(context.Background(), "holder", "cmd.exe")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,13 +288,12 @@ func newWinEnv(t *testing.T, tl tools, root, dll string) (*winEnv, time.Duration
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Start(); err != nil {
+	w.mu.Lock()
+	w.holdIn = in
+	w.mu.Unlock()
+	if _, err := w.track(h); err != nil {
 		t.Fatalf("starting the holder (wine64 cmd.exe): %v", err)
 	}
-	h.Stdout.(*os.File).Close()
-	w.mu.Lock()
-	w.holder, w.holdIn = h, in
-	w.mu.Unlock()
 	return w, took
 }
 
@@ -290,28 +308,26 @@ func (w *winEnv) stop(t *testing.T) {
 		return
 	}
 	w.stopped = true
-	holder, in, procs := w.holder, w.holdIn, w.procs
+	in, procs := w.holdIn, w.procs
 	w.mu.Unlock()
 	if in != nil {
 		in.Close()
 	}
-	if out, err := w.wineserver(30*time.Second, "-k"); err != nil && t != nil {
-		// Exit 1 only says no wineserver was running.
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-			t.Logf("wineserver -k: %v\n%s", err, out)
+	// -k, then -w: the prefix (hundreds of MB) is removed next, and a
+	// server still writing its registry files would make that fail.
+	for _, arg := range []string{"-k", "-w"} {
+		if out, err := w.wineserver(30*time.Second, arg); err != nil && t != nil {
+			// Exit 1 only says no wineserver was running.
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Logf("wineserver %s: %v\n%s", arg, err, out)
+			}
 		}
 	}
-	for _, c := range append(procs, holder) {
-		if c == nil || c.Process == nil {
-			continue
-		}
-		if c.ProcessState != nil {
-			continue
-		}
-		if _, ok := waitExit(c, 10*time.Second); !ok {
-			_ = c.Process.Kill()
-			waitExit(c, 5*time.Second)
+	for _, p := range procs {
+		if ended, _ := p.wait(10 * time.Second); !ended {
+			_ = p.cmd.Process.Kill()
+			p.wait(5 * time.Second)
 		}
 	}
 }

@@ -213,13 +213,22 @@ func testForeground(t *testing.T, w *winEnv, rep *report) {
 	writeDataDir(t, dir, srv, "")
 	port := freePort(t)
 	c := boinccmd{bin: w.tl.boinccmd, addr: fmt.Sprintf("127.0.0.1:%d", port), pass: guiPassword}
-	cmd, logPath, err := w.start("boincd-run", w.boincd, "run", "--dir", w.winPath(dir),
+	daemon, logPath, err := w.start("boincd-run", w.boincd, "run", "--dir", w.winPath(dir),
 		"--gui_rpc_port", strconv.Itoa(port), "--skip_cpu_benchmarks")
 	if err != nil {
 		t.Fatalf("starting boincd.exe run: %v", err)
 	}
 	diag := func() string { return "boincd.exe run's log, last lines:\n" + tailFile(logPath, 40) }
 	url := srv.URL()
+	t.Cleanup(func() {
+		// After a failed step: ask the daemon to quit, so it computes
+		// nothing beside the service test (the end of the test kills
+		// whatever is left).
+		if ended, _ := daemon.wait(0); !ended {
+			c.exec("--quit")
+			daemon.wait(30 * time.Second)
+		}
+	})
 
 	var name string
 	if !rep.step(t, "executing", "run: boincd.exe run fetches the task, it executes", func(t *testing.T) {
@@ -280,7 +289,7 @@ func testForeground(t *testing.T, w *winEnv, rep *report) {
 		if out, err := c.exec("--quit"); err != nil {
 			t.Fatalf("boinccmd --quit: %v\n%s", err, out)
 		}
-		err, ok := waitExit(cmd, 60*time.Second)
+		ok, err := daemon.wait(60 * time.Second)
 		switch {
 		case !ok:
 			t.Fatalf("boincd.exe run still running 60 s after --quit\n%s", diag())
