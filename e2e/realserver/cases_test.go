@@ -86,6 +86,7 @@ type caseRun struct {
 	userID int
 	inputs []string
 	t0     time.Time // the client's start
+	url    string    // the project URL it attached
 	// what the run measured: seconds from the client's start
 	firstSent string // the first job sent to it
 	done      string // all jobs validated, or reported (featureCase.reported); "-" if not
@@ -646,6 +647,7 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	if c.attachURL != nil {
 		attach = c.attachURL(s)
 	}
+	r.url = attach
 	if out, err := boinccmd(r.port, "--project_attach", attach, r.auth); err != nil {
 		t.Fatalf("%s: attach: %v: %s", r.label, err, out)
 	}
@@ -667,11 +669,13 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 		what, doneCol = "reported as successes", 2
 	}
 	last := ""
+	var held heldWatch
 	for {
 		v, err := s.sqlInts(q)
 		if err != nil || len(v) != 5 {
 			t.Fatalf("%s: polling the DB: %v", r.label, err)
 		}
+		held.tick(t, s, r, time.Now())
 		if v[0] > 0 && r.firstSent == "" {
 			r.firstSent = fmt.Sprintf("%.1f", time.Since(t0).Seconds())
 		}
@@ -717,8 +721,48 @@ func (s *server) runFeature(t *testing.T, c featureCase, r *caseRun, timeout tim
 	msgs, _ := boinccmd(r.port, "--get_messages", "0")
 	_ = os.WriteFile(filepath.Join(r.dir, "rs_messages.txt"), []byte(msgs), 0o644)
 	r.cell = c.check(t, s, r)
+	if held.nudges > 0 {
+		r.cell += fmt.Sprintf("; held %d×%v, nudged", held.nudges, heldGrace)
+	}
 	if t.Failed() {
 		logEvidence(t, filepath.Join(r.dir, "rs_messages.txt"), filepath.Join(r.dir, "rs_client.out"))
+	}
+}
+
+// heldWatch catches, in a feature run, the C++ client's held-report race
+// (see runClient): every task it has ready to report for heldGrace with
+// nothing else to do. The C++ client then gets the user's Update (counted
+// and shown in its cell), so the case goes on to what it tests; boincd
+// holding a report so is a failure.
+type heldWatch struct {
+	since  time.Time
+	nudges int
+}
+
+func (h *heldWatch) tick(t *testing.T, s *server, r *caseRun, now time.Time) {
+	tasks, err := getTasks(r.port)
+	stuck := err == nil && len(tasks) > 0
+	for _, tk := range tasks {
+		stuck = stuck && tk.ready
+	}
+	switch {
+	case !stuck:
+		h.since = time.Time{}
+		return
+	case h.since.IsZero():
+		h.since = now
+		return
+	case now.Sub(h.since) < heldGrace:
+		return
+	}
+	h.since = now
+	h.nudges++
+	if r.client != "cpp" {
+		t.Errorf("%s: every task (%d) ready to report for %v with nothing else to do: a held report", r.label, len(tasks), heldGrace)
+	}
+	t.Logf("%s: %d task(s) held ready to report for %v: boinccmd update", r.label, len(tasks), heldGrace)
+	if out, err := boinccmd(r.port, "--project", r.url, "update"); err != nil {
+		t.Logf("%s: boinccmd update: %v: %s", r.label, err, out)
 	}
 }
 
