@@ -29,10 +29,18 @@ func BuiltinScenarios() []string {
 
 // BuiltinScenario parses an embedded scenario by name.
 func BuiltinScenario(name string) (*Scenario, error) {
-	p := path.Join("scenarios", name+".toml")
-	data, err := builtin.ReadFile(p)
+	data, err := BuiltinScenarioTOML(name)
+	if err != nil {
+		return nil, err
+	}
+	return ParseScenario("sim/"+path.Join("scenarios", name+".toml"), data)
+}
+
+// BuiltinScenarioTOML is an embedded scenario's file, as committed.
+func BuiltinScenarioTOML(name string) ([]byte, error) {
+	data, err := builtin.ReadFile(path.Join("scenarios", name+".toml"))
 	if err != nil {
 		return nil, fmt.Errorf("no built-in scenario %q: want one of %s", name, strings.Join(BuiltinScenarios(), ", "))
 	}
-	return ParseScenario("sim/"+p, data)
+	return data, nil
 }
