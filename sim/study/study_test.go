@@ -101,10 +101,11 @@ func TestCompareQuick(t *testing.T) {
 // check (delay + run time within the bound, so it fills whatever is
 // asked): against the C++ client's rules (wf2-noguard), no metric worse
 // beyond noise (Comparison.Worse) and the score lower, waste cut where the C++
-// rules waste. Slack 1 is the exception the study reports: no job can
-// finish in time (a 3.6-hour job at 80 % availability against a
-// 3.6-hour bound), so computing is all waste and the guard turns half
-// of it into idleness; idle is not held there. The 2-day connection
+// rules waste. Slack 1 is exempt from idle's rule (issue 30, Case.Infeasible):
+// no job can finish in time (a 3.6-hour job at 80 % availability against a
+// 3.6-hour bound), so waste + idle ≈ 1 for any policy, and the guard turns
+// half of the waste into idleness; what holds there is waste + idle no
+// worse (Comparison.LostWorse) and waste no worse. The 2-day connection
 // case holds less than it did while the client's <estimated_delay>
 // counted every queued job: counting only the jobs the simulation sees
 // late, as the C++ client does, the server's check admits the 1.5-day
@@ -113,11 +114,11 @@ func TestCompareQuick(t *testing.T) {
 // short enough for -race.
 func TestGuardTargetsPlainCheck(t *testing.T) {
 	want := map[string]struct {
-		maxWaste  float64 // the guard's waste at most
-		minBefore float64 // the C++ rules' waste at least (the effect exists)
-		idleFree  bool    // idle may rise (slack 1)
+		maxWaste   float64 // the guard's waste at most
+		minBefore  float64 // the C++ rules' waste at least (the effect exists)
+		infeasible bool    // no job can meet its deadline (slack 1)
 	}{
-		"slack 1": {maxWaste: 0.6, minBefore: 0.7, idleFree: true},
+		"slack 1": {maxWaste: 0.6, minBefore: 0.7, infeasible: true},
 		"slack 2": {maxWaste: 0.01, minBefore: 0.1},
 		"slack 3": {maxWaste: 0.01, minBefore: 0.1},
 		"2-day connection, 2.5-day bound, σ 10 %": {maxWaste: 0.12, minBefore: 0.14},
@@ -145,8 +146,14 @@ func TestGuardTargetsPlainCheck(t *testing.T) {
 			if after[Waste].Mean > w.maxWaste || before[Waste].Mean < w.minBefore {
 				t.Errorf("waste %.4f → %.4f: want at least %.2f before, at most %.2f with the guard", before[Waste].Mean, after[Waste].Mean, w.minBefore, w.maxWaste)
 			}
+			if c.Infeasible != w.infeasible {
+				t.Errorf("Infeasible = %v, want %v", c.Infeasible, w.infeasible)
+			}
+			if d, bad := cmp.LostWorse(ci, 0, 1); bad {
+				t.Errorf("waste + idle %.4f → %.4f (%+.4f): worse by more than %.2f", before[Waste].Mean+before[Idle].Mean, after[Waste].Mean+after[Idle].Mean, d, Margin)
+			}
 			for _, m := range []Metric{Waste, Idle, ShareViolation, Monotony} {
-				if m == Idle && w.idleFree {
+				if !cmp.Held(ci, m) {
 					continue
 				}
 				if _, bad := cmp.Worse(ci, 0, 1, m); bad {
@@ -157,5 +164,42 @@ func TestGuardTargetsPlainCheck(t *testing.T) {
 				t.Errorf("score %.4f → %.4f: want lower", Score(before), Score(after))
 			}
 		})
+	}
+}
+
+// The trade issue 30 accepted: a 2-day connection interval and a
+// 2.5-day bound under WS1 (a server that fills whatever is asked). The
+// C++ rules fetch the whole 2 days and run late work (waste about 0.44,
+// idle 0.036 over 5 seeds and 100 days); the guard fetches what can end
+// by the bound and leaves gaps the next connection cannot refill (waste
+// 0.05, idle 0.050). Neither can have both without knowing the host's
+// availability over the next 2 days. Held here: waste cut by at least
+// three quarters, idle up by at most 0.025, the weighted score lower.
+func TestConnectionTradeWS1(t *testing.T) {
+	var cases []Case
+	for _, c := range Targets(sim.WorkSendWS1, false) {
+		if c.Name == "2-day connection, 2.5-day bound, σ 10 %" {
+			cases = append(cases, c)
+		}
+	}
+	if len(cases) != 1 {
+		t.Fatalf("%d cases found", len(cases))
+	}
+	cmp, err := Compare(context.Background(), cases, []Variant{Before, After}, Config{Seeds: 2, Days: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after := &cmp.Stats[0][0], &cmp.Stats[0][1]
+	t.Logf("waste %.4f → %.4f, idle %.4f → %.4f, share violation %.4f → %.4f, monotony %.4f → %.4f, score %.4f → %.4f",
+		before[Waste].Mean, after[Waste].Mean, before[Idle].Mean, after[Idle].Mean, before[ShareViolation].Mean, after[ShareViolation].Mean,
+		before[Monotony].Mean, after[Monotony].Mean, Score(before), Score(after))
+	if !(after[Waste].Mean <= before[Waste].Mean/4) || before[Waste].Mean < 0.2 {
+		t.Errorf("waste %.4f → %.4f: want the C++ rules' at least 0.2 and the guard's a quarter of it at most", before[Waste].Mean, after[Waste].Mean)
+	}
+	if d := after[Idle].Mean - before[Idle].Mean; d > 0.025 {
+		t.Errorf("idle %.4f → %.4f: up %.4f, want at most 0.025", before[Idle].Mean, after[Idle].Mean, d)
+	}
+	if !(Score(after) < Score(before)) {
+		t.Errorf("score %.4f → %.4f: want lower", Score(before), Score(after))
 	}
 }
