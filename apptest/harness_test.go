@@ -96,7 +96,9 @@ func startDaemon(t *testing.T, dataDir string, cfg *config.Config) *harness {
 		MaxReportDelay:    200 * time.Millisecond,
 		QuitGrace:         5 * time.Second,
 		BenchmarkDuration: -1,
-		Seed:              42,
+		// no test reaches BOINC's web site (port 1 refuses at once)
+		ProjectListURL: "http://127.0.0.1:1/project_list.php",
+		Seed:           42,
 		// No container engine: the machine's podman or docker is not
 		// run by these tests.
 		Containers: container.Exec{Env: []string{"PATH="}},

@@ -49,10 +49,13 @@ type Options struct {
 	MaxStderrFileSize        float64 // bytes, 0: default
 	MaxStdoutFileSize        float64
 	NoInfoFetch              bool
-	DontCheckFileSizes       bool
-	AbortJobsOnExit          bool
-	ExitWhenIdle             bool
-	SuppressNetInfo          bool
+	// DontContactRefSite: no fetch of BOINC's project list (the C++
+	// client's all_projects_list_check).
+	DontContactRefSite bool
+	DontCheckFileSizes bool
+	AbortJobsOnExit    bool
+	ExitWhenIdle       bool
+	SuppressNetInfo    bool
 	// DontUseDocker keeps container apps off this host: no engine is
 	// looked for, and scheduler requests say <dont_use_docker/>.
 	DontUseDocker bool
@@ -146,6 +149,7 @@ var options = map[string]option{
 	"max_stderr_file_size":       floatOpt(func(o *Options, v float64) { o.MaxStderrFileSize = v }),
 	"max_stdout_file_size":       floatOpt(func(o *Options, v float64) { o.MaxStdoutFileSize = v }),
 	"no_info_fetch":              flagOpt(func(o *Options, v bool) { o.NoInfoFetch = v }),
+	"dont_contact_ref_site":      flagOpt(func(o *Options, v bool) { o.DontContactRefSite = v }),
 	"dont_check_file_sizes":      flagOpt(func(o *Options, v bool) { o.DontCheckFileSizes = v }),
 	"abort_jobs_on_exit":         flagOpt(func(o *Options, v bool) { o.AbortJobsOnExit = v }),
 	"exit_when_idle":             flagOpt(func(o *Options, v bool) { o.ExitWhenIdle = v }),
@@ -161,7 +165,7 @@ var options = map[string]option{
 var unsupported = map[string]string{
 	"allow_gui_rpc_get": "0", "allow_multiple_clients": "0", "client_download_url": "",
 	"client_new_version_text": "", "client_version_check_url": "", "disallow_attach": "0",
-	"dont_contact_ref_site": "0", "dont_suspend_nci": "0", "dont_use_vbox": "0", "dont_use_wsl": "0",
+	"dont_suspend_nci": "0", "dont_use_vbox": "0", "dont_use_wsl": "0",
 	"exclude_gpu_app": "", "exit_after_finish": "0", "exit_before_start": "0",
 	"force_auth": "default", "http_1_0": "0", "lower_client_priority": "0", "max_event_log_lines": "2000",
 	"no_opencl": "0", "no_priority_change": "0", "no_rdp_check": "0",

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,6 +61,11 @@ type Config struct {
 	// https projects, on top of the system roots (a private CA). Certificates
 	// are always verified; there is no switch to skip that.
 	CABundle string `toml:"ca_bundle"`
+	// ProjectListURL is where the list of BOINC projects and account
+	// managers (all_projects_list.xml, shown by BOINC Manager's wizards)
+	// is fetched from; "" is BOINC's own (projectlist.DefaultURL). An
+	// organisation points it at a list of its own projects and manager.
+	ProjectListURL string `toml:"project_list_url"`
 	// UseAllGPUs uses every NVIDIA GPU, not only those as capable as the
 	// best one (the C++ client's use_all_gpus).
 	UseAllGPUs bool `toml:"use_all_gpus"`
@@ -306,6 +312,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("%s: ca_bundle %q: not a readable regular file", c.where(c.lineOf("ca_bundle")), c.CABundle)
 		}
 	}
+	if c.ProjectListURL != "" {
+		if u, err := url.Parse(c.ProjectListURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s: project_list_url %q: want an http or https URL", c.where(c.lineOf("project_list_url")), c.ProjectListURL)
+		}
+	}
 	if err := CheckGUIRPCAddress(c.GUIRPC.Address); err != nil {
 		return fmt.Errorf("%s: gui_rpc.address %q: %v", c.where(lineOfTableKey(c.raw, "gui_rpc", "address")), c.GUIRPC.Address, err)
 	}
@@ -476,6 +487,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	}
 	str("BOINCD_DATA_DIR", &c.DataDir)
 	str("BOINCD_CA_BUNDLE", &c.CABundle)
+	str("BOINCD_PROJECT_LIST_URL", &c.ProjectListURL)
 	str("BOINCD_GUI_RPC_ADDRESS", &c.GUIRPC.Address)
 	str("BOINCD_LOG_LEVEL", &c.Log.Level)
 	str("BOINCD_LOG_FORMAT", &c.Log.Format)

@@ -151,7 +151,7 @@ var optionNames = []string{
 	"report_results_immediately", "max_tasks_reported", "fetch_minimal_work", "fetch_on_update",
 	"save_stats_days", "rec_half_life_days", "start_delay", "skip_cpu_benchmarks",
 	"exclusive_app", "exclusive_gpu_app", "unsigned_apps_ok", "allow_remote_gui_rpc",
-	"max_stderr_file_size", "max_stdout_file_size", "no_info_fetch", "dont_check_file_sizes",
+	"max_stderr_file_size", "max_stdout_file_size", "no_info_fetch", "dont_contact_ref_site", "dont_check_file_sizes",
 	"abort_jobs_on_exit", "exit_when_idle", "suppress_net_info", "dont_use_docker",
 	"no_alt_platform", "alt_platform",
 }
@@ -243,6 +243,8 @@ func optionText(o *ccconfig.Options, name string) string {
 		return num(o.MaxStdoutFileSize)
 	case "no_info_fetch":
 		return boolText(o.NoInfoFetch)
+	case "dont_contact_ref_site":
+		return boolText(o.DontContactRefSite)
 	case "dont_check_file_sizes":
 		return boolText(o.DontCheckFileSizes)
 	case "abort_jobs_on_exit":

@@ -75,6 +75,10 @@ type Options struct {
 	// long after completion (SCHEDULING.md §4.4: 1 h).
 	MaxReportDelay time.Duration
 	QuitGrace      time.Duration // default 60 s
+	// ProjectListURL, when set, replaces the configuration's
+	// project_list_url: tests point it at a local server or a closed
+	// port, so that no test reaches BOINC's web site.
+	ProjectListURL string
 	// IgnoreHostConditions: never suspend for user activity, CPU load,
 	// battery or time of day (tests, which load the machine themselves).
 	IgnoreHostConditions bool
@@ -215,6 +219,7 @@ type Daemon struct {
 	ctr             containerState // the container engine (docker.go)
 	health          healthState
 	nt              noticeState // the Notices tab (notices.go)
+	plist           projectListState
 	elog            *eventlog.Log
 	names           projectNames
 	guiAddr         string
@@ -354,6 +359,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.loadNotices(snap.Meta)
 	decodeMeta(snap.Meta, modesMetaKey, &d.modes)
 	decodeMeta(snap.Meta, NetStatsMetaKey, &d.netStats)
+	d.loadProjectList(snap.Meta)
 	d.loadStats(snap.Meta)
 	d.loadAcctMgr(snap.Meta)
 	for k, v := range snap.Meta {
@@ -513,6 +519,7 @@ func (d *Daemon) step(now time.Time) {
 	d.maybeRPC(now)
 	d.maybeAcctMgrRPC(now)
 	d.pollFeeds(now)
+	d.maybeFetchProjectList(now)
 	d.flush()
 }
 

@@ -47,8 +47,10 @@ func testOptions(dataDir string, logs *testsupport.LogBuffer, cfg *config.Config
 		IgnoreHostConditions: true,
 		MaxReportDelay:       200 * time.Millisecond,
 		QuitGrace:            time.Second,
-		BenchmarkDuration:    -1,
-		Seed:                 42,
+		// no test reaches BOINC's web site (projectlist_test.go serves one)
+		ProjectListURL:    deadProjectListURL,
+		BenchmarkDuration: -1,
+		Seed:              42,
 		// No container engine: the machine's own docker or podman is
 		// never run by a test that does not ask for one (docker_unix_test.go).
 		Containers: container.Exec{Env: []string{"PATH="}},
@@ -194,3 +196,6 @@ func readFile(t *testing.T, path string) []byte {
 	}
 	return b
 }
+
+// deadProjectListURL refuses connections at once (port 1, privileged).
+const deadProjectListURL = "http://127.0.0.1:1/project_list.php"

@@ -302,6 +302,8 @@ func (d *Daemon) handleEvent(ev any, now time.Time) {
 		d.handleDiskMeasured(ev)
 	case feedFetched:
 		d.handleFeedFetched(ev, now)
+	case projectListFetched:
+		d.handleProjectListFetched(ev, now)
 	case acctMgrDone:
 		d.handleAcctMgrDone(ev, now)
 	case uploadChecked:

@@ -14,6 +14,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/projectlist"
 	"github.com/boincd/boincd/rpcclient"
 )
 
@@ -57,6 +58,9 @@ func (d *Daemon) settingsAction(a guirpc.Action, now time.Time) error {
 		}
 		b, err := os.ReadFile(path)
 		switch {
+		case errors.Is(err, fs.ErrNotExist) && a.File == guirpc.AllProjectsList:
+			// until a fetch succeeds (projectlist.Bundled)
+			*a.Out = projectlist.Bundled
 		case errors.Is(err, fs.ErrNotExist):
 			*a.Out = nil
 		case err != nil:

@@ -136,7 +136,9 @@ func runChild(spec string) int {
 		MaxReportDelay:    def(o.MaxReportDelay, time.Second),
 		QuitGrace:         2 * time.Second,
 		BenchmarkDuration: -1,
-		Seed:              o.Seed,
+		// no test reaches BOINC's web site (port 1 refuses at once)
+		ProjectListURL: "http://127.0.0.1:1/project_list.php",
+		Seed:           o.Seed,
 		// Never the default 31416: parallel daemons (or a real BOINC
 		// client on the machine) would fight over it.
 		GUIRPCAddr:           cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),

@@ -160,9 +160,9 @@ func opExchangeVersions(_ context.Context, _ *Server, _ *request, w *xw) func(co
 
 func opAllProjectsList(ctx context.Context, s *Server, req *request, w *xw) func(context.Context) {
 	// all_projects_list.xml in the data directory, as the C++ client
-	// serves it (from "<projects" on); boincd does not fetch it from
-	// BOINC's web site itself: boincd import brings the C++ client's
-	// copy, and a volunteer may drop one in. No file: an empty list.
+	// serves it (from "<projects" on): the daemon keeps it fresh from
+	// BOINC's web site and gives the copy bundled in the binary until
+	// then (package projectlist). Nothing at all: an empty list.
 	var out []byte
 	if err := s.cfg.Backend.Do(ctx, ReadConfigFile{File: AllProjectsList, Out: &out}); err != nil {
 		s.log.Info("GUI RPC op failed", slog.String("op", req.op), slog.Any("err", err))

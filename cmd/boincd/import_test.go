@@ -158,6 +158,7 @@ func TestImportEndToEnd(t *testing.T) {
 		GUIRPCAddr:           "off",
 		IgnoreHostConditions: true,
 		BenchmarkDuration:    -1,
+		ProjectListURL:       "http://127.0.0.1:1/project_list.php",
 		QuitGrace:            time.Second,
 		Containers:           container.Exec{Env: []string{"PATH="}}, // not the machine's podman or docker
 		// CI runs as root; the refusal of root apps has its own tests.
@@ -283,6 +284,7 @@ func TestImportReportsPendingCredit(t *testing.T) {
 		GUIRPCAddr:           "off",
 		IgnoreHostConditions: true,
 		BenchmarkDuration:    -1,
+		ProjectListURL:       "http://127.0.0.1:1/project_list.php",
 		QuitGrace:            time.Second,
 		Containers:           container.Exec{Env: []string{"PATH="}}, // not the machine's podman or docker
 		// CI runs as root; the refusal of root apps has its own tests.
