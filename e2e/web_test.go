@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -158,6 +159,7 @@ func TestWebDashboard(t *testing.T) {
 		t.Errorf("project name shown as %q, want the text %q", shown, hostileProject)
 	}
 	checkUntouched(t, ctx)
+	shot(t, ctx, "tasks")
 
 	// Suspend in the page; boinccmd sees it; resume likewise.
 	run(t, ctx, "click Suspend", 10*time.Second, chromedp.Click(chromedp.CSS(sel+` button[data-k^="suspend "]`)))
@@ -180,6 +182,7 @@ func TestWebDashboard(t *testing.T) {
 		t.Errorf("the notice's HTML made %d elements in the page", imgs)
 	}
 	checkUntouched(t, ctx)
+	shot(t, ctx, "notices")
 
 	// Attach a project through the page.
 	run(t, ctx, "attach", 20*time.Second,
@@ -193,6 +196,13 @@ func TestWebDashboard(t *testing.T) {
 		return strings.Contains(out, "master URL: "+other.URL())
 	}, "--get_project_status")
 	pollJS(t, ctx, "the page listing it", `[...document.querySelectorAll("#projects li.project")].some(e => e.dataset.project === `+jsString(other.URL())+`)`, 20*time.Second)
+	shot(t, ctx, "projects")
+	if os.Getenv("BOINCD_WEB_SCREENSHOTS") != "" {
+		run(t, ctx, "open Event log", 10*time.Second, chromedp.Click(chromedp.CSS(`nav a[data-tab="log"]`)))
+		shot(t, ctx, "log")
+		run(t, ctx, "open Host", 10*time.Second, chromedp.Click(chromedp.CSS(`nav a[data-tab="host"]`)))
+		shot(t, ctx, "host")
+	}
 
 	// Wrong passwords: three are checked at once, then the checks are
 	// spaced 250 ms, 500 ms... as GUI RPC's auth2 (guirpc.Brake).
@@ -228,6 +238,23 @@ func TestWebDashboard(t *testing.T) {
 		if s.d[3] < 200*time.Millisecond || s.d[4] < 400*time.Millisecond {
 			t.Errorf("%s: the 4th and 5th wrong passwords took %v and %v: want the brake's 250 ms and 500 ms", s.what, s.d[3], s.d[4])
 		}
+	}
+}
+
+// shot saves a screenshot of the viewport as DIR/webui-NAME.png when
+// BOINCD_WEB_SCREENSHOTS=DIR (how docs/ got its pictures).
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("BOINCD_WEB_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "webui-"+name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -63,7 +63,7 @@ func startServer(t *testing.T, b guirpc.Backend) (*Server, string) {
 	return s, strings.TrimSuffix(s.URL(), "/")
 }
 
-func newClient(t *testing.T) *http.Client {
+func newClient(t testing.TB) *http.Client {
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
