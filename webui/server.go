@@ -89,6 +89,8 @@ type Server struct {
 	tmpl   *template.Template
 	static http.Handler
 	brake  guirpc.Brake
+	// readTimeout bounds reading a request (tests shorten it).
+	readTimeout time.Duration
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -134,7 +136,7 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = defaultPoll
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, remote: !IsLoopbackAddr(cfg.Addr), sessions: map[string]*session{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, remote: !IsLoopbackAddr(cfg.Addr), sessions: map[string]*session{}, readTimeout: 30 * time.Second}
 	var tlsCfg *tls.Config
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -186,7 +188,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadTimeout:       s.readTimeout,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),

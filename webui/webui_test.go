@@ -56,6 +56,9 @@ func startServer(t *testing.T, b guirpc.Backend) (*Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Short, so that a stream outliving it shows the stream is not cut
+	// by the read deadline.
+	s.readTimeout = 100 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = s.Serve(ctx) }()
@@ -286,17 +289,24 @@ func TestStreamPushesOnlyChanges(t *testing.T) {
 			t.Fatalf("sections seen %v, want all of %v", seen, sections)
 		}
 	}
-	// Nothing changes: several polls go by in silence.
+	// Nothing changes: several polls go by in silence, and the stream
+	// outlives the server's read timeout.
 	select {
-	case e := <-events:
+	case e, ok := <-events:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
 		t.Fatalf("section %s sent with no change", e)
-	case <-time.After(200 * time.Millisecond):
+	case <-time.After(300 * time.Millisecond):
 	}
 	fb.mu.Lock()
 	fb.st.Results[0].Active.FractionDone = 0.5
 	fb.mu.Unlock()
 	select {
-	case e := <-events:
+	case e, ok := <-events:
+		if !ok {
+			t.Fatal("the stream ended before the change was pushed")
+		}
 		if e != "tasks" {
 			t.Fatalf("after a task's progress changed the stream sent %s, want tasks", e)
 		}
