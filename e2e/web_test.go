@@ -202,6 +202,8 @@ func TestWebDashboard(t *testing.T) {
 		shot(t, ctx, "log")
 		run(t, ctx, "open Host", 10*time.Second, chromedp.Click(chromedp.CSS(`nav a[data-tab="host"]`)))
 		shot(t, ctx, "host")
+		run(t, ctx, "open Statistics", 10*time.Second, chromedp.Click(chromedp.CSS(`nav a[data-tab="stats"]`)))
+		shot(t, ctx, "stats")
 	}
 
 	// Wrong passwords: three are checked at once, then the checks are

@@ -25,7 +25,7 @@ const (
 )
 
 // sections are the parts of the page the stream replaces, by id.
-var sections = []string{"modes", "tasks", "projects", "transfers", "notices", "log", "host"}
+var sections = []string{"modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats"}
 
 // view is what the templates show, built from one Snapshot.
 type view struct {
@@ -44,7 +44,25 @@ type view struct {
 	Notices   []noticeView
 	Log       []logLine
 	Host      hostView
+	Stats     []statView
 }
+
+// statView is one project's credit history, plotted as an inline SVG
+// (the Manager's Statistics tab: user and host total credit by day).
+type statView struct {
+	Name                   string
+	UserPoints, HostPoints string // SVG polyline points in a chartW×chartH box
+	From, To               string
+	UserTotal, HostTotal   string
+	Max                    string
+	Days                   int
+}
+
+// The chart's box (SVG user units).
+const (
+	chartW = 300
+	chartH = 100
+)
 
 type modeView struct {
 	Which, Label   string
@@ -149,6 +167,11 @@ func (s *Server) build(ctx context.Context, csrf string, page int) (*view, error
 		}
 	}
 	v.Host = hostOf(st)
+	for i := range st.Projects {
+		if sv, ok := statsOf(&st.Projects[i]); ok {
+			v.Stats = append(v.Stats, sv)
+		}
+	}
 	return v, nil
 }
 
@@ -392,6 +415,50 @@ func hostOf(st *guirpc.State) hostView {
 	}
 	v.OnFrac = fmt.Sprintf("%.0f%% of the time on, %.0f%% of that allowed to compute", 100*st.TimeStats.OnFrac, 100*st.TimeStats.ActiveFrac)
 	return v
+}
+
+// statsOf plots a project's daily totals; ok false when it has none.
+func statsOf(p *guirpc.ProjectInfo) (statView, bool) {
+	days := p.Statistics
+	if len(days) == 0 {
+		return statView{}, false
+	}
+	first, last := days[0].Day, days[len(days)-1].Day
+	span := last.Sub(first).Seconds()
+	top := 0.0
+	for _, d := range days {
+		top = max(top, d.UserTotalCredit, d.HostTotalCredit)
+	}
+	pts := func(val func(guirpc.DailyStats) float64) string {
+		var b strings.Builder
+		for i, d := range days {
+			x := 0.0
+			if span > 0 {
+				x = chartW * d.Day.Sub(first).Seconds() / span
+			}
+			y := float64(chartH)
+			if top > 0 {
+				y = chartH * (1 - val(d)/top)
+			}
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f", x, y)
+		}
+		if len(days) == 1 { // a point is drawn as a short flat line
+			fmt.Fprintf(&b, " %d,%s", chartW, strings.SplitN(b.String(), ",", 2)[1])
+		}
+		return b.String()
+	}
+	end := days[len(days)-1]
+	return statView{
+		Name:       p.DisplayName(),
+		UserPoints: pts(func(d guirpc.DailyStats) float64 { return d.UserTotalCredit }),
+		HostPoints: pts(func(d guirpc.DailyStats) float64 { return d.HostTotalCredit }),
+		From:       first.Local().Format("Jan 2 2006"), To: last.Local().Format("Jan 2 2006"),
+		UserTotal: fmt.Sprintf("%.0f", end.UserTotalCredit), HostTotal: fmt.Sprintf("%.0f", end.HostTotalCredit),
+		Max: fmt.Sprintf("%.0f", top), Days: len(days),
+	}, true
 }
 
 // textOf is a notice's HTML as plain text: tags (and what script and

@@ -354,3 +354,36 @@ func TestRemoteNeedsTLS(t *testing.T) {
 		t.Fatalf("Listen on 0.0.0.0 without TLS: %v, want a TLS error", err)
 	}
 }
+
+// TestStatsChart: a project's credit history becomes two polylines
+// spanning the chart, the newest day at the right edge.
+func TestStatsChart(t *testing.T) {
+	day := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p := guirpc.ProjectInfo{Project: boinc.Project{MasterURL: "http://p.example/", ProjectName: hostileName}, Statistics: []guirpc.DailyStats{
+		{Day: day, UserTotalCredit: 0, HostTotalCredit: 0},
+		{Day: day.AddDate(0, 0, 1), UserTotalCredit: 50, HostTotalCredit: 25},
+		{Day: day.AddDate(0, 0, 2), UserTotalCredit: 100, HostTotalCredit: 50},
+	}}
+	sv, ok := statsOf(&p)
+	if !ok {
+		t.Fatal("no chart")
+	}
+	if sv.UserPoints != "0.0,100.0 150.0,50.0 300.0,0.0" || sv.HostPoints != "0.0,100.0 150.0,75.0 300.0,50.0" {
+		t.Errorf("points user %q host %q", sv.UserPoints, sv.HostPoints)
+	}
+	s, err := Listen(Config{Addr: "127.0.0.1:0", Password: "p", Backend: &fakeBackend{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.ln.Close()
+	var b strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&b, "sec-stats", &view{Stats: []statView{sv}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `points="0.0,100.0 150.0,50.0 300.0,0.0"`) || strings.Contains(b.String(), "<script>") {
+		t.Errorf("rendered:\n%s", b.String())
+	}
+	if _, ok := statsOf(&guirpc.ProjectInfo{}); ok {
+		t.Error("a chart for a project without statistics")
+	}
+}

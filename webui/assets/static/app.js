@@ -88,7 +88,7 @@
   }
   if (window.EventSource) {
     var es = new EventSource("/events" + location.search);
-    ["modes", "tasks", "projects", "transfers", "notices", "log", "host"].forEach(function (name) {
+    ["modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats"].forEach(function (name) {
       es.addEventListener(name, function (e) { swap(name, e.data); });
     });
     es.addEventListener("logout", function () { es.close(); location.href = "/login"; });
