@@ -299,8 +299,14 @@ func TestStreamPushesOnlyChanges(t *testing.T) {
 		t.Fatalf("section %s sent with no change", e)
 	case <-time.After(300 * time.Millisecond):
 	}
+	// A new state, as the daemon's Snapshot makes one per call: the old
+	// one may still be being rendered.
 	fb.mu.Lock()
-	fb.st.Results[0].Active.FractionDone = 0.5
+	rs := append([]guirpc.ResultInfo(nil), fb.st.Results...)
+	a := *rs[0].Active
+	a.FractionDone = 0.5
+	rs[0].Active = &a
+	fb.st.Results = rs
 	fb.mu.Unlock()
 	select {
 	case e, ok := <-events:
