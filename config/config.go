@@ -86,6 +86,7 @@ type Config struct {
 	DontUseDocker bool `toml:"dont_use_docker"`
 
 	GUIRPC   GUIRPC    `toml:"gui_rpc"`
+	Web      Web       `toml:"web"`
 	Metrics  Metrics   `toml:"metrics"`
 	Log      Log       `toml:"log"`
 	Prefs    Prefs     `toml:"prefs"`
@@ -106,6 +107,44 @@ type GUIRPC struct {
 	Address     string   `toml:"address"`
 	AllowRemote bool     `toml:"allow_remote"`
 	AllowHosts  []string `toml:"allow_hosts"`
+}
+
+// Web configures the web dashboard (package webui), on by default on
+// loopback. Listen "" is GUI RPC's port + 1 on loopback (127.0.0.1:31417
+// by default); a listen address that is not loopback needs TLSCert and
+// TLSKey, and admits the hosts GUI RPC admits (gui_rpc.allow_remote,
+// allow_hosts, remote_hosts.cfg).
+type Web struct {
+	Enabled bool   `toml:"enabled"`
+	Listen  string `toml:"listen"`
+	TLSCert string `toml:"tls_cert"`
+	TLSKey  string `toml:"tls_key"`
+}
+
+// WebListen is the dashboard's listen address for a GUI RPC address:
+// Listen when set, else loopback on the port after GUI RPC's (port 0
+// stays 0: any free port), 127.0.0.1:31417 when GUI RPC's is off or
+// unparsable.
+func (w Web) WebListen(guiAddr string) string {
+	if w.Listen != "" {
+		return w.Listen
+	}
+	const def = "127.0.0.1:31417"
+	host, port, err := net.SplitHostPort(guiAddr)
+	if err != nil {
+		return def
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n >= 65535 {
+		return def
+	}
+	if n > 0 {
+		n++
+	}
+	if ip := net.ParseIP(host); host == "" || ip == nil || !ip.IsLoopback() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n))
 }
 
 // Metrics configures the optional Prometheus endpoint (GET /metrics).
@@ -163,6 +202,7 @@ type Project struct {
 func Default() *Config {
 	return &Config{
 		GUIRPC:  GUIRPC{Address: "127.0.0.1:31416"},
+		Web:     Web{Enabled: true},
 		Metrics: Metrics{Address: DefaultMetricsAddress},
 		Log:     Log{Level: "info", Format: "auto"},
 	}
@@ -319,6 +359,19 @@ func (c *Config) validate() error {
 	}
 	if err := CheckGUIRPCAddress(c.GUIRPC.Address); err != nil {
 		return fmt.Errorf("%s: gui_rpc.address %q: %v", c.where(lineOfTableKey(c.raw, "gui_rpc", "address")), c.GUIRPC.Address, err)
+	}
+	if w := c.Web; w.Enabled && w.Listen != "" {
+		line := c.where(lineOfTableKey(c.raw, "web", "listen"))
+		if err := CheckGUIRPCAddress(w.Listen); err != nil || w.Listen == "off" {
+			if err == nil {
+				err = errors.New(`want HOST:PORT; to turn the dashboard off set web.enabled = false`)
+			}
+			return fmt.Errorf("%s: web.listen %q: %v", line, w.Listen, err)
+		}
+		host, _, _ := net.SplitHostPort(w.Listen)
+		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) && (w.TLSCert == "" || w.TLSKey == "") {
+			return fmt.Errorf("%s: web.listen %q is not loopback: set web.tls_cert and web.tls_key (PEM files), the password must not cross a network in clear", line, w.Listen)
+		}
 	}
 	if c.Metrics.Address == "" {
 		c.Metrics.Address = DefaultMetricsAddress
@@ -489,6 +542,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 	str("BOINCD_CA_BUNDLE", &c.CABundle)
 	str("BOINCD_PROJECT_LIST_URL", &c.ProjectListURL)
 	str("BOINCD_GUI_RPC_ADDRESS", &c.GUIRPC.Address)
+	str("BOINCD_WEB_LISTEN", &c.Web.Listen)
 	str("BOINCD_LOG_LEVEL", &c.Log.Level)
 	str("BOINCD_LOG_FORMAT", &c.Log.Format)
 	str("BOINCD_APP_USER", &c.AppUser)
@@ -499,6 +553,7 @@ func (c *Config) applyEnv(getenv func(string) string) error {
 		{"BOINCD_ALLOW_ROOT_APPS", "allow_root_apps", &c.AllowRootApps},
 		{"BOINCD_UNSIGNED_APPS_OK", "unsigned_apps_ok", &c.UnsignedAppsOK},
 		{"BOINCD_GUI_RPC_ALLOW_REMOTE", "gui_rpc.allow_remote", &c.GUIRPC.AllowRemote},
+		{"BOINCD_WEB_ENABLED", "web.enabled", &c.Web.Enabled},
 		// A container image rarely wants its daemon to look for podman
 		// or Docker inside it.
 		{"BOINCD_DONT_USE_DOCKER", "dont_use_docker", &c.DontUseDocker},

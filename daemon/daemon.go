@@ -85,6 +85,9 @@ type Options struct {
 	// GUIRPCAddr overrides the config's GUI RPC address ("127.0.0.1:0"
 	// in tests; "off" disables GUI RPC).
 	GUIRPCAddr string
+	// WebAddr overrides the web dashboard's listen address ("off"
+	// disables it); "" takes it from the config.
+	WebAddr string
 	// HTTPStallTimeout aborts a transfer or RPC that receives nothing for
 	// this long (default 5 min, the C++ client's low-speed limit).
 	HTTPStallTimeout time.Duration
@@ -223,6 +226,7 @@ type Daemon struct {
 	elog            *eventlog.Log
 	names           projectNames
 	guiAddr         string
+	webURL          string // the web dashboard's (web.go)
 	oldResults      []guirpc.OldResult
 	stop            context.CancelFunc
 	modes           modes
@@ -424,6 +428,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	d.reconcile(cfg, time.Now())
 	d.readAppConfigs()
 	d.startGUIRPC(runCtx)
+	d.startWeb(runCtx)
 	d.startMetrics(runCtx)
 	if d.gpusDisabled() {
 		d.log.Info("GPUs are not used (no_gpus)")

@@ -1,10 +1,12 @@
 package guirpc
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -66,11 +68,56 @@ const (
 type peerState struct {
 	pending []*conn // in arrival order
 	authed  int
+	brake
+}
 
+// brake is one peer's password-check spacing: the rule of the GUI RPC
+// server, shared with the web dashboard's login through Brake.
+type brake struct {
 	failures  int       // password failures not yet forgotten
 	inflight  int       // checks booked, outcome not known yet
 	lastFail  time.Time // the latest
 	nextCheck time.Time // the earliest time the next password check may run
+}
+
+// reserve books the next check: how long to wait before running it, or
+// ok false when checks are booked further ahead than maxWait (the attempt
+// is then refused unchecked).
+func (b *brake) reserve(now time.Time, maxWait time.Duration) (wait time.Duration, ok bool) {
+	if b.failures > 0 && now.Sub(b.lastFail) > brakeForget {
+		b.failures = 0
+	}
+	at := now
+	if b.nextCheck.After(at) {
+		at = b.nextCheck
+	}
+	if at.Sub(now) > maxWait {
+		return 0, false
+	}
+	// A booked check counts as a failure until it is known: otherwise
+	// many connections at once would all pass before the first fails.
+	b.nextCheck = at.Add(brakeDelay(b.failures + b.inflight))
+	b.inflight++
+	return at.Sub(now), true
+}
+
+// checked records the outcome of a booked check.
+func (b *brake) checked(ok bool, now time.Time) {
+	b.inflight = max(b.inflight-1, 0)
+	if ok {
+		b.failures, b.nextCheck = 0, time.Time{}
+		return
+	}
+	b.failures++
+	b.lastFail = now
+	if next := now.Add(brakeDelay(b.failures)); next.After(b.nextCheck) {
+		b.nextCheck = next
+	}
+}
+
+// quiet: nothing booked, nothing to remember.
+func (b *brake) quiet(now time.Time) bool {
+	return b.inflight == 0 && (b.failures == 0 || now.Sub(b.lastFail) > brakeForget) && !now.Before(b.nextCheck)
 }
 
 // brakeDelay is the spacing between password checks of a peer that
@@ -118,7 +165,7 @@ func (s *Server) peer(key string) *peerState {
 
 // dropPeer forgets a peer that holds nothing and has nothing to remember.
 func (s *Server) dropPeer(key string, p *peerState, now time.Time) {
-	if len(p.pending) == 0 && p.authed == 0 && p.inflight == 0 && (p.failures == 0 || now.Sub(p.lastFail) > brakeForget) && !now.Before(p.nextCheck) {
+	if len(p.pending) == 0 && p.authed == 0 && p.brake.quiet(now) {
 		delete(s.peers, key)
 	}
 }
@@ -214,47 +261,25 @@ func (s *Server) evict(cc *conn, why string) {
 	s.noteLocked("evicted", cc.key, why)
 }
 
-// reserveCheck books the next password check of a peer: how long to wait
-// before running it, or ok false when the peer's checks are booked
-// further ahead than maxWait (the attempt is then refused unchecked).
+// reserveCheck books the next password check of a peer (brake.reserve).
 func (s *Server) reserveCheck(key string, now time.Time, maxWait time.Duration) (wait time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.peer(key)
-	if p.failures > 0 && now.Sub(p.lastFail) > brakeForget {
-		p.failures = 0
-	}
-	at := now
-	if p.nextCheck.After(at) {
-		at = p.nextCheck
-	}
-	if at.Sub(now) > maxWait {
+	wait, ok = s.peer(key).reserve(now, maxWait)
+	if !ok {
 		s.noteLocked("throttled", key, "")
-		return 0, false
 	}
-	// A booked check counts as a failure until it is known: otherwise
-	// many connections at once would all pass before the first fails.
-	p.nextCheck = at.Add(brakeDelay(p.failures + p.inflight))
-	p.inflight++
-	return at.Sub(now), true
+	return wait, ok
 }
 
 // checked records the outcome of a password check.
 func (s *Server) checked(key string, ok bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.peer(key)
-	p.inflight = max(p.inflight-1, 0)
-	if ok {
-		p.failures, p.nextCheck = 0, time.Time{}
-		return
+	s.peer(key).brake.checked(ok, now)
+	if !ok {
+		s.noteLocked("auth_failed", key, "")
 	}
-	p.failures++
-	p.lastFail = now
-	if next := now.Add(brakeDelay(p.failures)); next.After(p.nextCheck) {
-		p.nextCheck = next
-	}
-	s.noteLocked("auth_failed", key, "")
 }
 
 // abandonCheck releases a booked check that never ran.
@@ -263,6 +288,72 @@ func (s *Server) abandonCheck(key string) {
 	defer s.mu.Unlock()
 	p := s.peer(key)
 	p.inflight = max(p.inflight-1, 0)
+}
+
+// Brake spaces out password checks by peer exactly as the GUI RPC
+// server does (the rule above: free for brakeFree failures, then a
+// doubling spacing up to brakeMax, forgotten after brakeForget of quiet).
+// The web dashboard's login uses it, so that its password is no easier
+// to guess than GUI RPC's. Safe for concurrent use.
+type Brake struct {
+	mu    sync.Mutex
+	peers map[string]*brake
+}
+
+// Reserve books the next check for peer key: wait that long, then check
+// and call Checked (or Abandon). ok false: the peer's checks are booked
+// too far ahead; refuse the attempt unchecked.
+func (b *Brake) Reserve(key string, now time.Time) (wait time.Duration, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.peers == nil {
+		b.peers = map[string]*brake{}
+	}
+	if len(b.peers) > 4096 {
+		for k, p := range b.peers {
+			if p.quiet(now) {
+				delete(b.peers, k)
+			}
+		}
+	}
+	p := b.peers[key]
+	if p == nil {
+		p = &brake{}
+		b.peers[key] = p
+	}
+	return p.reserve(now, brakeMax)
+}
+
+// Checked records the outcome of a check booked with Reserve.
+func (b *Brake) Checked(key string, ok bool, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.peers[key]; p != nil {
+		p.checked(ok, now)
+		if p.quiet(now) {
+			delete(b.peers, key)
+		}
+	}
+}
+
+// Abandon releases a check booked with Reserve that never ran.
+func (b *Brake) Abandon(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p := b.peers[key]; p != nil {
+		p.inflight = max(p.inflight-1, 0)
+	}
+}
+
+// PeerAllowed is the GUI RPC server's connect check (allowed): local
+// peers, any peer when allowRemote, or one listed in hosts (IPs, or names
+// resolved now with resolver, nil for the default). The web dashboard
+// admits remote peers by the same rule.
+func PeerAllowed(ctx context.Context, allowRemote bool, hosts []string, resolver *net.Resolver, peer net.IP) bool {
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	return allowed(ctx, &Config{AllowRemote: allowRemote, AllowHosts: hosts, Resolver: resolver}, peer)
 }
 
 // A logNote counts events of one kind from one peer between log lines.

@@ -45,6 +45,8 @@ request, 2 usage.
 
 --json prints one JSON document (with --watch, one per refresh):
   address, time                     server address, client's "now" (RFC 3339)
+  web_ui                            the web dashboard's URL by the config
+                                    ("off" when web.enabled = false)
   client{version, platform, host_name, ncpus, executing_as_daemon}
   container_engine{type, version, status}   the Docker/podman engine for container
                                     apps: type docker|podman with its version, or
@@ -96,6 +98,9 @@ type statusOpts struct {
 	// configProjects are boincd.toml's [[project]] URLs (nil: unknown),
 	// which tell a project's source.
 	configProjects map[string]bool
+	// webUI is the web dashboard's address as the config gives it (""
+	// when unknown, "off" when disabled).
+	webUI string
 }
 
 func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -146,6 +151,13 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	o := statusOpts{addr: client.NormalizeAddr(addr), asJSON: *asJSON, watch: time.Duration(*watch * float64(time.Second)), loc: time.Local}
 	o.configProjects = configProjectURLs(*cfgFile, *dir)
+	{
+		path := *cfgFile
+		if path == "" {
+			path = filepath.Join(*dir, config.FileName)
+		}
+		o.webUI = configWebURL(path, os.Getenv)
+	}
 	if passwdSet {
 		o.password, o.passwordFrom = *passwd, "--passwd"
 	} else {
@@ -173,6 +185,31 @@ func statusMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 1
 	}
 	return 0
+}
+
+// configWebURL is the web dashboard's address by the config at path (the
+// daemon's rule, config.Web.WebListen): "off" when disabled, "" when it
+// cannot be told (an unreadable config, a port chosen at start).
+func configWebURL(path string, getenv func(string) string) string {
+	c, err := config.Load(path, true, getenv)
+	if err != nil {
+		return ""
+	}
+	if !c.Web.Enabled {
+		return "off"
+	}
+	host, port, err := net.SplitHostPort(c.Web.WebListen(c.GUIRPC.Address))
+	if err != nil || port == "0" {
+		return ""
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if c.Web.TLSCert != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port) + "/"
 }
 
 // configGUIAddr is the address to reach the daemon that reads the config
@@ -239,6 +276,7 @@ func readGUIPassword(path string) (string, error) {
 }
 
 func writeStatus(w io.Writer, o statusOpts, doc *statusDoc) error {
+	doc.WebUI = o.webUI
 	if o.asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -423,6 +461,7 @@ func (s *statusSession) query(ctx context.Context) (*statusDoc, error) {
 // are documented in statusHelp.
 type statusDoc struct {
 	Address       string    `json:"address"`
+	WebUI         string    `json:"web_ui,omitempty"`
 	Time          time.Time `json:"time"`
 	Client        clientDoc `json:"client"`
 	NetworkStatus string    `json:"network_status"`
@@ -961,6 +1000,9 @@ func renderStatus(w io.Writer, d *statusDoc, loc *time.Location) error {
 	plat := strings.Join(append([]string{d.Client.Platform}, d.Client.AltPlatforms...), " + ")
 	fmt.Fprintf(bw, "BOINC client %s at %s (%s, host %s, %d CPUs)\n", d.Client.Version, d.Address, plat, host, d.Client.NCPUs)
 	fmt.Fprintf(bw, "  as of %s, network: %s\n", d.Time.In(loc).Format("2006-01-02 15:04:05 MST"), d.NetworkStatus)
+	if d.WebUI != "" {
+		fmt.Fprintf(bw, "  %-8s %s\n", "Web UI:", d.WebUI)
+	}
 	for _, m := range []struct {
 		name string
 		m    modeDoc

@@ -1,0 +1,98 @@
+// boincd dashboard: tabs, confirmations, posting actions, and the live
+// stream that replaces a section when the server says it changed. The
+// page works without this file, only without live updates.
+"use strict";
+(function () {
+  var root = document.documentElement;
+  root.classList.add("js");
+  var status = document.getElementById("status");
+  var dialog = document.getElementById("confirm");
+
+  function say(text, bad) {
+    status.textContent = text;
+    status.className = bad ? "error" : "";
+  }
+
+  // Tabs: the hash names the view; Tasks by default.
+  function showTab() {
+    var want = (location.hash || "#tasks").slice(1);
+    var tabs = document.querySelectorAll("section.tab");
+    var found = false;
+    tabs.forEach(function (t) { if (t.id === want) found = true; });
+    if (!found) want = "tasks";
+    tabs.forEach(function (t) { t.hidden = t.id !== want; });
+    document.querySelectorAll("nav a[data-tab]").forEach(function (a) {
+      if (a.dataset.tab === want) a.setAttribute("aria-current", "page");
+      else a.removeAttribute("aria-current");
+    });
+  }
+  window.addEventListener("hashchange", showTab);
+  showTab();
+
+  function confirmFirst(text) {
+    return new Promise(function (resolve) {
+      if (!dialog || !dialog.showModal) { resolve(window.confirm(text)); return; }
+      document.getElementById("confirm-text").textContent = text;
+      dialog.returnValue = "";
+      dialog.addEventListener("close", function done() {
+        dialog.removeEventListener("close", done);
+        resolve(dialog.returnValue === "ok");
+      });
+      dialog.showModal();
+      document.getElementById("confirm-cancel").focus();
+    });
+  }
+
+  function post(form) {
+    var body = new URLSearchParams(new FormData(form));
+    var csrf = body.get("csrf");
+    return fetch(form.action, {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { "X-Requested-With": "fetch", "X-CSRF-Token": csrf || "" }
+    }).then(function (r) {
+      if (r.status === 401) { location.href = "/login"; return; }
+      if (!r.ok) return r.text().then(function (t) { throw new Error(t.trim() || r.statusText); });
+      say("Done.");
+      if (form.classList.contains("attach")) form.reset();
+    }).catch(function (e) { say("Failed: " + e.message, true); });
+  }
+
+  document.addEventListener("submit", function (ev) {
+    var form = ev.target;
+    if (!form.classList || !form.classList.contains("act")) return;
+    ev.preventDefault();
+    var text = form.dataset.confirm;
+    (text ? confirmFirst(text) : Promise.resolve(true)).then(function (ok) {
+      if (ok) post(form);
+    });
+  });
+  document.addEventListener("change", function (ev) {
+    var el = ev.target;
+    if (el.hasAttribute && el.hasAttribute("data-autosubmit") && el.form) post(el.form);
+  });
+
+  // The stream: each event names a section; its data is the section's
+  // new HTML, rendered and escaped by the server. Focus is kept on the
+  // same control (by data-k) across the swap, so keyboard users stay put.
+  function swap(name, html) {
+    var box = document.querySelector('[data-sec="' + name + '"]');
+    if (!box) return;
+    var active = document.activeElement;
+    var key = active && box.contains(active) ? active.getAttribute("data-k") : null;
+    if (key && active.tagName === "SELECT") return; // never yank an open menu
+    box.innerHTML = html;
+    if (key) {
+      var again = box.querySelector('[data-k="' + CSS.escape(key) + '"]');
+      if (again) again.focus();
+    }
+  }
+  if (window.EventSource) {
+    var es = new EventSource("/events" + location.search);
+    ["modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats"].forEach(function (name) {
+      es.addEventListener(name, function (e) { swap(name, e.data); });
+    });
+    es.addEventListener("logout", function () { es.close(); location.href = "/login"; });
+    es.addEventListener("open", function () { root.dataset.live = "1"; });
+    es.addEventListener("error", function () { root.dataset.live = "0"; });
+  }
+})();
