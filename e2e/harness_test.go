@@ -141,7 +141,10 @@ func runChild(spec string) int {
 		Seed:           o.Seed,
 		// Never the default 31416: parallel daemons (or a real BOINC
 		// client on the machine) would fight over it.
-		GUIRPCAddr:           cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),
+		GUIRPCAddr: cmp.Or(o.GUIRPCAddr, "127.0.0.1:0"),
+		// The dashboard on any free port: beside a GUI RPC port a test
+		// chose, port + 1 may be another daemon's or client's.
+		WebAddr:              "127.0.0.1:0",
 		IgnoreHostConditions: true,
 		StateReserve:         o.StateReserve,
 		StateCommitHook:      chainHooks(commitCrasher(o.CrashAtCommit, o.CrashAfterWrites), diskFillHook(o.FillTrigger)),

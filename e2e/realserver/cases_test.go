@@ -792,7 +792,7 @@ func (s *server) startClient(t *testing.T, label, bin, dir string, port int, arg
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, "BOINCD_DONT_USE_DOCKER=true")
+	cmd.Env = append(cmd.Env, "BOINCD_DONT_USE_DOCKER=true", "BOINCD_WEB_LISTEN=127.0.0.1:0")
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

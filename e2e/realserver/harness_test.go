@@ -315,6 +315,9 @@ func harnessEnv(root string, httpPort, dbPort int) []string {
 		// The client user's rootless podman would leave its pause
 		// process behind after the suite: boincd looks for no engine.
 		"BOINCD_DONT_USE_DOCKER=true",
+		// boincd's web dashboard on any free port: its default, GUI RPC's
+		// port + 1, is the next client's GUI RPC port here.
+		"BOINCD_WEB_LISTEN=127.0.0.1:0",
 	)
 }
 
