@@ -20,6 +20,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/codesign"
 	"github.com/boincd/boincd/config"
+	"github.com/boincd/boincd/eventlog"
 	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/notices"
 	"github.com/boincd/boincd/rpcclient"
@@ -540,8 +541,15 @@ func (d *Daemon) handleAcctMgrDone(ev acctMgrDone, now time.Time) {
 		if num == 0 {
 			num = errNumXMLParse
 		}
-		log.Error("Account manager error: "+rep.Error, slog.Int("error_num", num))
-		d.acctMgrNotice(name, creds.URL, fmt.Sprintf("%s: %s", cmpOr(name, creds.URL), cmpOr(rep.Error, "error "+strconv.Itoa(num))), now)
+		// ACCT_MGR_OP::handle_reply: a user alert under the AM's name,
+		// "Message from account manager: " and its error_msg, else the
+		// words boincerror gives its error_num.
+		text := "Message from account manager: " + cmpOr(rep.Error, boincErrorText(num))
+		d.names.set(creds.URL, cmpOr(name, creds.URL))
+		// No other attributes: the event log would add them to the
+		// text the C++ client prints bare.
+		d.log.Warn(text, slog.String(eventlog.ProjectAttr, creds.URL))
+		d.acctMgrAlert(name, creds.URL, text, now)
 		fail(num, rep.Error)
 		return
 	}
@@ -620,7 +628,40 @@ func (d *Daemon) handleAcctMgrDone(ev acctMgrDone, now time.Time) {
 	}
 	d.saveAcctMgr()
 	d.rereadPrefs()
+	if rep.GlobalPrefs != "" && d.am.info.GlobalPrefs == rep.GlobalPrefs {
+		d.logAcctMgrPrefsSource(log)
+	}
 	d.fetchSoon(now)
+}
+
+var prefsModTimeRE = regexp.MustCompile(`<mod_time>\s*([0-9.]+)\s*</mod_time>`)
+
+// logAcctMgrPrefsSource says where the preferences in force came from, as
+// CLIENT_STATE::show_global_prefs_source does after the account manager's
+// reply stored them (save_global_prefs with the AM's URL as source): the
+// source and its modification time, then the venue rule applied.
+func (d *Daemon) logAcctMgrPrefsSource(log *slog.Logger) {
+	info := d.am.info
+	mod := "unknown"
+	if m := prefsModTimeRE.FindStringSubmatch(info.GlobalPrefs); m != nil {
+		if secs, err := strconv.ParseFloat(m[1], 64); err == nil && secs > 0 {
+			mod = time.Unix(int64(secs), 0).Format("02-Jan-2006 15:04:05")
+		}
+	}
+	log.Info(fmt.Sprintf("General prefs: from %s (last modified %s)", info.URL, mod))
+	if info.HostVenue == "" {
+		log.Info("Host location: none")
+		log.Info("General prefs: using your defaults")
+		return
+	}
+	log.Info("Computer location: " + info.HostVenue)
+	for _, m := range venueRE.FindAllStringSubmatch(info.GlobalPrefs, -1) {
+		if m[1] == info.HostVenue {
+			log.Info("General prefs: using separate prefs for " + info.HostVenue)
+			return
+		}
+	}
+	log.Info("General prefs: no separate prefs for " + info.HostVenue + "; using your defaults")
 }
 
 func cmpOr(a, b string) string {
@@ -851,6 +892,38 @@ func (d *Daemon) leaveAcctMgr(now time.Time) {
 	d.saveAcctMgr()
 	d.rereadPrefs()
 	d.fetchSoon(now)
+}
+
+// acctMgrAlert is the notice a C++ user alert about the AM makes
+// (msg_printf with MSG_USER_ALERT: the text, under the AM's name, no
+// title).
+func (d *Daemon) acctMgrAlert(name, url, text string, now time.Time) {
+	d.nt.store.Add(notices.Notice{
+		Description: text, ProjectURL: url, ProjectName: cmpOr(name, url), Category: notices.CategoryClient,
+	}, now)
+	d.saveNotices()
+}
+
+// boincErrorText is lib/str_util.cpp boincerror for the numbers an
+// account manager sends.
+func boincErrorText(num int) string {
+	switch num {
+	case guirpc.ErrNumBadPasswd:
+		return "bad password"
+	case -205: // ERR_BAD_EMAIL_ADDR
+		return "bad email address"
+	case -207: // ERR_NONUNIQUE_EMAIL
+		return "email already registered"
+	case -208: // ERR_ACCT_CREATION_DISABLED
+		return "account creation disabled"
+	case guirpc.ErrNumXMLParse:
+		return "unexpected XML tag or syntax"
+	case guirpc.ErrNumDBNotFound:
+		return "no database rows found in lookup/enumerate"
+	case guirpc.ErrNumProjectDown:
+		return "project down"
+	}
+	return "Error " + strconv.Itoa(num)
 }
 
 // acctMgrNotice shows an AM message in the Notices tab.

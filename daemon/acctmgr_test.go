@@ -229,6 +229,19 @@ func TestAcctMgrJoinPersistBackoff(t *testing.T) {
 	if st := h.amPoll(); st.ErrorNum != guirpc.ErrNumBadPasswd || st.Message != "Invalid password" {
 		t.Errorf("wrong password: poll %+v", st)
 	}
+	// As ACCT_MGR_OP::handle_reply words it: a user alert under the
+	// account manager, and its notice.
+	const alert = "Message from account manager: Invalid password"
+	if rs := h.logs.Find(alert); len(rs) != 1 || rs[0].Str("level") != "WARN" || rs[0].Str("project") != am.URL() {
+		t.Errorf("event log for the wrong password: %v; want one WARN (user alert) record %q with project %s", rs, alert, am.URL())
+	}
+	found := false
+	for _, n := range h.notices(t) {
+		found = found || (n.Description == alert && n.ProjectURL == am.URL() && n.Title == "")
+	}
+	if !found {
+		t.Errorf("no notice %q under the account manager: %+v", alert, h.notices(t))
+	}
 	if out, _ := h.amInfo(); out.URL != "" {
 		t.Errorf("a refused login joined %+v", out)
 	}

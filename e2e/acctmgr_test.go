@@ -151,6 +151,14 @@ func TestAcctMgrJoinFollowLeave(t *testing.T) {
 	}); !ok {
 		t.Errorf("the AM's preferences (work_buf_min_days 0.3, venue work's max_ncpus_pct 50) not applied:\n%s", d.tail(40))
 	}
+	// Where the preferences in force came from, as the C++ client says
+	// it (show_global_prefs_source) after an AM reply brought them.
+	for _, want := range []string{"General prefs: from " + am.URL() + " (last modified ", "Computer location: work",
+		"General prefs: using separate prefs for work"} {
+		if _, ok := d.find(func(l logLine) bool { return strings.HasPrefix(l.Msg, want) }); !ok {
+			t.Errorf("no %q in the event log:\n%s", want, d.tail(40))
+		}
+	}
 	if out := bc.run("--get_notices", "0"); !strings.Contains(out, "Welcome to the test AM") {
 		t.Errorf("the AM's message is not a notice:\n%s", out)
 	}
@@ -372,6 +380,40 @@ func TestAcctMgrBoinccmdLikeCppClient(t *testing.T) {
 	}
 
 	run("--acct_mgr", "info")
+	// A wrong password: the same alert in the event log, under the AM's
+	// name (ACCT_MGR_OP::handle_reply), and the same notice.
+	run("--acct_mgr", "attach", am.URL(), amUser, "wrong-password")
+	var alerts []string
+	for _, cl := range clients {
+		var line string
+		cl.c.until(cl.name+" alert for the wrong password", 30*time.Second, func(out string) bool {
+			for _, l := range strings.Split(out, "\n") {
+				if strings.Contains(l, "Message from account manager") {
+					line = l
+					return true
+				}
+			}
+			return false
+		}, "--get_messages", "0")
+		// "SEQNO: TIME (PROJECT) TEXT" without its number and time
+		if i := strings.Index(line, " ("); i >= 0 {
+			line = line[i+1:]
+		}
+		alerts = append(alerts, line)
+		// The C++ client 7.20.5's notice reads `_("Message from account
+		// manager"): Invalid password` (its translation macro's text left
+		// in); boincd's reads as its event log line does.
+		out := cl.c.run("--get_notices", "0")
+		if cl.name == "boincd" && !strings.Contains(out, "Message from account manager: Invalid password") {
+			t.Errorf("%s: no notice for the wrong password:\n%s", cl.name, out)
+		}
+		if cl.name != "boincd" && !strings.Contains(out, "Invalid password") {
+			t.Errorf("%s: no notice for the wrong password:\n%s", cl.name, out)
+		}
+	}
+	if alerts[0] == "" || alerts[0] != alerts[1] {
+		t.Errorf("the wrong password's alert:\nC++ client: %q\nboincd:     %q", alerts[0], alerts[1])
+	}
 	run("--acct_mgr", "attach", am.URL(), amUser, amPassword)
 	state("joined", sortedURLs(home, ps[0], ps[1]), "yes")
 	run("--acct_mgr", "info")
