@@ -228,6 +228,7 @@ func (d *Daemon) removeProject(p *boinc.Project) {
 	d.dropProjectWork(url)
 	if d.rpc != nil && d.rpc.project == url {
 		d.rpc.cancel()
+		d.rpc.orphan = true
 	}
 	delete(d.st.projects, url)
 	delete(d.sched, url)

@@ -20,6 +20,10 @@ type rpcInFlight struct {
 	project string
 	master  bool
 	cancel  context.CancelFunc
+	// orphan: the project was removed (detached) while the exchange was
+	// on the wire; its end applies to nothing, even to a project attached
+	// again at the same URL meanwhile.
+	orphan bool
 }
 
 type masterDone struct {
@@ -245,7 +249,11 @@ func (d *Daemon) startMasterFetch(p *boinc.Project) {
 }
 
 func (d *Daemon) handleMasterDone(ev masterDone, now time.Time) {
+	orphan := d.rpc != nil && d.rpc.orphan
 	d.rpc = nil
+	if orphan {
+		return
+	}
 	d.attachMasterDone(ev)
 	p := d.st.projects[ev.project]
 	if p == nil {
@@ -454,9 +462,14 @@ func (d *Daemon) buildRequest(p *boinc.Project, work workfetch.Request, now time
 }
 
 func (d *Daemon) handleRPCDone(ev rpcDone, now time.Time) {
+	orphan := d.rpc != nil && d.rpc.orphan
 	d.rpc = nil
 	d.recordDailyXfer(true, ev.sent, now)
 	d.recordDailyXfer(false, ev.got, now)
+	if orphan {
+		d.fetchSoon(now)
+		return
+	}
 	d.attachRPCDone(ev)
 	// Whatever the reply holds (new tasks, acks, a host id) is saved at
 	// once, even while state writes are failing and backing off; the
