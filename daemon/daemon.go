@@ -223,6 +223,7 @@ type Daemon struct {
 	health          healthState
 	nt              noticeState // the Notices tab (notices.go)
 	plist           projectListState
+	movedURLs       map[string]string // master URL → the other URL its replies name (checkReplyMasterURL)
 	elog            *eventlog.Log
 	names           projectNames
 	guiAddr         string

@@ -610,6 +610,7 @@ func (d *Daemon) rpcFailed(p *boinc.Project, err error, now time.Time) {
 }
 
 func (d *Daemon) applyProjectInfo(p *boinc.Project, rep *rpcclient.SchedulerReply) {
+	d.checkReplyMasterURL(p, rep.MasterURL)
 	if rep.ProjectName != "" && rep.ProjectName != p.ProjectName {
 		p.ProjectName = rep.ProjectName
 		d.names.set(p.MasterURL, p.ProjectName)
@@ -948,4 +949,32 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkReplyMasterURL compares the master URL a reply names with the one
+// the project is attached by (handle_scheduler_reply): a project that
+// moved tells each request. The C++ client then alerts "This project
+// seems to have changed its URL…", or, for the same URL moved from
+// http:// to https:// (is_https_transition), takes the new one over.
+// boincd alerts in both cases, once per run and URL: taking a URL over
+// means re-keying the project's state, which it does not do (yet), and
+// the old URL keeps working for as long as the project answers it.
+func (d *Daemon) checkReplyMasterURL(p *boinc.Project, sent string) {
+	if sent == "" {
+		return
+	}
+	canon, err := boinc.CanonicalMasterURL(sent)
+	if err != nil || strings.EqualFold(canon, p.MasterURL) || d.movedURLs[p.MasterURL] == canon {
+		return
+	}
+	if d.movedURLs == nil {
+		d.movedURLs = map[string]string{}
+	}
+	d.movedURLs[p.MasterURL] = canon
+	old, now := strings.ToLower(p.MasterURL), strings.ToLower(canon)
+	if strings.HasPrefix(old, "http://") && strings.HasPrefix(now, "https://") && old[len("http://"):] == now[len("https://"):] {
+		d.projectLog(p).Warn("This project now uses https (" + canon + "). When convenient, remove the project, then add " + canon)
+		return
+	}
+	d.projectLog(p).Warn("This project seems to have changed its URL.  When convenient, remove the project, then add " + canon)
 }
