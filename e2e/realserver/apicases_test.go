@@ -230,20 +230,7 @@ func installAPIApps(t *testing.T, s *server) {
 			app.name, app.name))
 	}
 
-	ctx, cancel := s.ctx(2 * time.Minute)
-	defer cancel()
-	logPath := filepath.Join(s.logs, "api_apps.log")
-	script := `set -e
-source "$1"
-chown -R "$SRV_USER:$SRV_USER" "$PROJ_DIR/apps" "$PROJ_DIR/templates" "$PROJ_DIR/project.xml"
-as_srv bin/xadd
-as_srv bin/update_versions --noconfirm
-as_srv touch reread_db
-`
-	rc, err := s.run(ctx, logPath, nil, "bash", "-c", script, "api_apps", s.script("lib.sh"))
-	if err != nil || rc != 0 {
-		t.Fatalf("adding the API apps: exit %d, %v\n%s", rc, err, tail(logPath, 30))
-	}
+	logPath := s.addVersions(t, "api_apps", true, "apps", "templates", "project.xml")
 	for _, app := range apps {
 		doc, err := s.versionXML(app.name)
 		if err != nil || doc == "" {
@@ -253,15 +240,7 @@ as_srv touch reread_db
 			t.Fatalf("app_version of %s: <api_version> present %v, want %v: %s", app.name, has, app.api, doc)
 		}
 	}
-	// The feeder rereads apps and versions when it sees reread_db, then
-	// removes it.
-	for deadline := time.Now().Add(60 * time.Second); fileExists(filepath.Join(proj, "reread_db")); {
-		checkInterrupted(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("the feeder did not take up reread_db within 60 s: the scheduler does not know %s", strings.Join(names, ", "))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	s.awaitReread(t, strings.Join(names, ", "))
 	if err := os.WriteFile(filepath.Join(proj, apiAppsMarker), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +349,8 @@ func apiInputTemplate(seconds int) string {
 `, seconds, seconds, delayBound)
 }
 
-// apiOutputTemplate is rsapp's: one output, out, uploaded when present.
+// apiOutputTemplate is setup.sh's rsapp output template: one output,
+// out, uploaded when present (the https case writes its upload URL in).
 const apiOutputTemplate = `<output_template>
   <file_info>
     <name><OUTFILE_0/></name>

@@ -98,30 +98,13 @@ func installARMVersion(t *testing.T, s *server) {
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("rsapp_%s_%s", apiAppVersion, armPlatform)), exe, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := s.ctx(2 * time.Minute)
-	defer cancel()
-	logPath := filepath.Join(s.logs, "arm_version.log")
-	script := `set -e
-source "$1"
-chown -R "$SRV_USER:$SRV_USER" "$PROJ_DIR/apps"
-as_srv bin/update_versions --noconfirm
-as_srv touch reread_db
-`
-	if rc, err := s.run(ctx, logPath, nil, "bash", "-c", script, "arm_version", s.script("lib.sh")); err != nil || rc != 0 {
-		t.Fatalf("adding rsapp for %s: exit %d, %v\n%s", armPlatform, rc, err, tail(logPath, 30))
-	}
+	logPath := s.addVersions(t, "arm_version", false, "apps")
 	n, err := s.sql(fmt.Sprintf("select count(*) from app_version av join platform p on p.id=av.platformid join app a on a.id=av.appid "+
 		"where a.name='rsapp' and p.name='%s'", armPlatform))
 	if err != nil || strings.TrimSpace(n) != "1" {
 		t.Fatalf("rsapp versions for %s after update_versions: %q (%v)\n%s", armPlatform, n, err, tail(logPath, 30))
 	}
-	for deadline := time.Now().Add(60 * time.Second); fileExists(filepath.Join(proj, "reread_db")); {
-		checkInterrupted(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("the feeder did not take up reread_db within 60 s: the scheduler does not know rsapp for %s", armPlatform)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	s.awaitReread(t, "rsapp for "+armPlatform)
 }
 
 // checkARM64: every result of the account was computed by the version for

@@ -977,3 +977,45 @@ func clientEvidence(dir string) []string {
 		filepath.Join(dir, "rs_results.tsv"),
 	}
 }
+
+// addVersions makes the project take up the app versions put under
+// apps/ (and, with xadd, the apps added to project.xml) as setup.sh does:
+// the given project paths chowned to the server user, bin/xadd,
+// bin/update_versions --noconfirm (which signs the files), then
+// reread_db for the feeder. It returns the log's path for the caller's
+// checks of the DB; call awaitReread after them.
+func (s *server) addVersions(t *testing.T, label string, xadd bool, paths ...string) string {
+	t.Helper()
+	var script strings.Builder
+	script.WriteString("set -e\nsource \"$1\"\nchown -R \"$SRV_USER:$SRV_USER\"")
+	for _, p := range paths {
+		fmt.Fprintf(&script, " \"$PROJ_DIR/%s\"", p)
+	}
+	script.WriteString("\n")
+	if xadd {
+		script.WriteString("as_srv bin/xadd\n")
+	}
+	script.WriteString("as_srv bin/update_versions --noconfirm\nas_srv touch reread_db\n")
+	ctx, cancel := s.ctx(2 * time.Minute)
+	defer cancel()
+	logPath := filepath.Join(s.logs, label+".log")
+	if rc, err := s.run(ctx, logPath, nil, "bash", "-c", script.String(), label, s.script("lib.sh")); err != nil || rc != 0 {
+		t.Fatalf("%s: update_versions: exit %d, %v\n%s", label, rc, err, tail(logPath, 30))
+	}
+	return logPath
+}
+
+// awaitReread waits up to 60 s for the feeder to take up reread_db (it
+// rereads apps and versions into the scheduler's shared memory, then
+// removes the file); what names what the scheduler would not know.
+func (s *server) awaitReread(t *testing.T, what string) {
+	t.Helper()
+	proj := filepath.Join(s.root, "projects", project)
+	for deadline := time.Now().Add(60 * time.Second); fileExists(filepath.Join(proj, "reread_db")); {
+		checkInterrupted(t)
+		if time.Now().After(deadline) {
+			t.Fatalf("the feeder did not take up reread_db within 60 s: the scheduler does not know %s", what)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}

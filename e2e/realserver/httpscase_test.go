@@ -82,30 +82,11 @@ func (s *server) httpsResultTemplate(t *testing.T) string {
 	if m == nil {
 		t.Fatalf("no <upload_url> in the project's config.xml")
 	}
-	body := strings.Replace(stockResultTemplate, "<UPLOAD_URL/>", s.httpsURL(string(m[1])), 1)
+	body := strings.Replace(apiOutputTemplate, "<UPLOAD_URL/>", s.httpsURL(string(m[1])), 1)
 	const name = "rsapp_out_https"
 	s.writeTemplate(t, name, body)
 	return "templates/" + name
 }
-
-// stockResultTemplate is setup.sh's rsapp output template.
-const stockResultTemplate = `<output_template>
-  <file_info>
-    <name><OUTFILE_0/></name>
-    <generated_locally/>
-    <upload_when_present/>
-    <max_nbytes>100000</max_nbytes>
-    <url><UPLOAD_URL/></url>
-  </file_info>
-  <result>
-    <file_ref>
-      <file_name><OUTFILE_0/></file_name>
-      <open_name>out</open_name>
-      <copy_file/>
-    </file_ref>
-  </result>
-</output_template>
-`
 
 // installTLS gives the project's Apache its TLS port, once: a CA and a
 // certificate for 127.0.0.1 made here, mod_ssl, and mod_substitute on

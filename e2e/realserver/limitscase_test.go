@@ -156,32 +156,14 @@ func installLimitsApps(t *testing.T, s *server) {
 	const stockQuota = "<daily_result_quota>500</daily_result_quota>"
 	s.editProjectFile(t, "config.xml", stockQuota, fmt.Sprintf("<daily_result_quota>%d</daily_result_quota>", dailyQuota))
 
-	ctx, cancel := s.ctx(2 * time.Minute)
-	defer cancel()
-	logPath := filepath.Join(s.logs, "limits_apps.log")
-	script := `set -e
-source "$1"
-chown -R "$SRV_USER:$SRV_USER" "$PROJ_DIR/apps" "$PROJ_DIR/templates" "$PROJ_DIR/project.xml" "$PROJ_DIR/plan_class_spec.xml" "$PROJ_DIR/config_aux.xml"
-as_srv bin/xadd
-as_srv bin/update_versions --noconfirm
-as_srv touch reread_db
-`
-	if rc, err := s.run(ctx, logPath, nil, "bash", "-c", script, "limits_apps", s.script("lib.sh")); err != nil || rc != 0 {
-		t.Fatalf("adding the limits apps: exit %d, %v\n%s", rc, err, tail(logPath, 30))
-	}
+	logPath := s.addVersions(t, "limits_apps", true, "apps", "templates", "project.xml", "plan_class_spec.xml", "config_aux.xml")
 	for _, c := range limitsClients {
 		pc, err := s.sql(fmt.Sprintf("select av.plan_class from app_version av join app a on a.id=av.appid where a.name='%s%s'", limitsPrefix, c))
 		if err != nil || strings.TrimSpace(pc) != limitsPrefix+c {
 			t.Fatalf("app_version of %s%s: plan class %q (%v), want %s%s\n%s", limitsPrefix, c, pc, err, limitsPrefix, c, tail(logPath, 30))
 		}
 	}
-	for deadline := time.Now().Add(60 * time.Second); fileExists(filepath.Join(proj, "reread_db")); {
-		checkInterrupted(t)
-		if time.Now().After(deadline) {
-			t.Fatalf("the feeder did not take up reread_db within 60 s: the scheduler does not know the limits apps")
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	s.awaitReread(t, "the limits apps")
 }
 
 // openJobs stages n inputs of app (rsapp's kind: the job's length, then

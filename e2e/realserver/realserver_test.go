@@ -209,13 +209,9 @@ func (s *server) endHeldRun(ctx context.Context, t *testing.T, label string, por
 			return
 		case <-tick.C:
 		}
-		tasks, err := getTasks(port)
-		stuck := err == nil && len(tasks) > 0
-		for _, tk := range tasks {
-			stuck = stuck && tk.ready
-		}
+		n := heldTasks(port)
 		switch {
-		case !stuck:
+		case n == 0:
 			since = time.Time{}
 			continue
 		case since.IsZero():
@@ -227,15 +223,30 @@ func (s *server) endHeldRun(ctx context.Context, t *testing.T, label string, por
 		b, err := os.ReadFile(filepath.Join(s.root, "clients", strconv.Itoa(port)+".pid"))
 		pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
 		if err != nil || perr != nil || pid <= 1 {
-			t.Logf("%s: %d task(s) held for %v, but no pid file to stop the client (%v %v)", label, len(tasks), heldGrace, err, perr)
+			t.Logf("%s: %d task(s) held for %v, but no pid file to stop the client (%v %v)", label, n, heldGrace, err, perr)
 			return
 		}
-		held.Store(int64(len(tasks)))
+		held.Store(int64(n))
 		t.Logf("%s: every task (%d) ready to report and held for %v with nothing else to do: stopping the client (pid %d)",
-			label, len(tasks), heldGrace, pid)
+			label, n, heldGrace, pid)
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		return
 	}
+}
+
+// heldTasks is how many tasks the client on port has when every one of
+// them is ready to report (the held-report race's sign), else 0.
+func heldTasks(port int) int {
+	tasks, err := getTasks(port)
+	if err != nil {
+		return 0
+	}
+	for _, tk := range tasks {
+		if !tk.ready {
+			return 0
+		}
+	}
+	return len(tasks)
 }
 
 // skipIfOnlyCases skips a main run when BOINCD_REALSERVER_CASES names
