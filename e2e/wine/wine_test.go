@@ -155,7 +155,12 @@ func writeDataDir(t *testing.T, dir string, srv *testproject.Server, guiAddr str
 	if guiAddr != "" {
 		fmt.Fprintf(&b, "[gui_rpc]\naddress = %q\n\n", guiAddr)
 	}
-	b.WriteString("[prefs]\ndisk_interval = 1\nsuspend_cpu_usage = 0\n\n")
+	// leave_apps_in_memory: a task suspended from boinccmd stays in
+	// memory (SUSPENDED) whether or not its app has checkpointed yet;
+	// without it, one that had checkpointed is asked to quit
+	// (daemon.preempt, ACTIVE_TASK::preempt), which the suspend step
+	// met now and then. Stopping the service still makes tasks quit.
+	b.WriteString("[prefs]\ndisk_interval = 1\nsuspend_cpu_usage = 0\nleave_apps_in_memory = true\n\n")
 	fmt.Fprintf(&b, "[[project]]\nurl = %q\nauthenticator = %q\n", srv.URL(), accountKey)
 	for name, data := range map[string]string{"boincd.toml": b.String(), "gui_rpc_auth.cfg": guiPassword + "\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
