@@ -16,6 +16,7 @@ import (
 
 	"github.com/boincd/boincd/config"
 	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/guirpc"
 	"github.com/boincd/boincd/internal/demoapp"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/tty"
@@ -117,6 +118,9 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 		WorkFetchInterval: 5 * time.Second, RPCBackoffMin: 5 * time.Second,
 		XferBackoffMin: 5 * time.Second, FetchBackoffMin: 5 * time.Second,
 		BenchmarkDuration: 300 * time.Millisecond,
+		// Ports of its own, so that the demo neither collides with a
+		// BOINC client already running here nor shows that one's tasks.
+		GUIRPCAddr: "127.0.0.1:0", WebAddr: "127.0.0.1:0",
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "boincd-demo:", err)
@@ -128,6 +132,10 @@ func runDemo(args []string, stdout, stderr io.Writer) int {
 	go func() { done <- d.Run(ctx) }()
 
 	fmt.Fprintf(stdout, "boincd-demo: project %s, %d tasks of ~%d CPU seconds, data in %s (log: %s)\n", srv.URL(), *tasks, *seconds, dataDir, logPath)
+	dash := dashboardLine(ctx, d, dataDir)
+	if dash != "" {
+		fmt.Fprintln(stdout, dash)
+	}
 	onTTY := tty.Is(stdout)
 	start := time.Now()
 	tick := time.NewTicker(time.Second)
@@ -147,7 +155,7 @@ loop:
 				continue
 			}
 			last = v
-			render(stdout, v, srv.Stats(), time.Since(start), onTTY)
+			render(stdout, v, srv.Stats(), time.Since(start), dash, onTTY)
 		}
 	}
 	st := srv.Stats()
@@ -164,13 +172,42 @@ loop:
 	return 0
 }
 
-func render(w io.Writer, v daemon.View, st testproject.Stats, up time.Duration, tty bool) {
+// dashboardLine says where the demo daemon's web dashboard is and how to
+// log in, once it listens ("" if it does not within a few seconds). The
+// password is the demo's own, in its own data directory: showing it to
+// whoever runs the demo gives away nothing.
+func dashboardLine(ctx context.Context, d *daemon.Daemon, dataDir string) string {
+	for range 50 {
+		qctx, cancel := context.WithTimeout(ctx, time.Second)
+		u, err := d.WebURL(qctx)
+		cancel()
+		if err == nil && u != "" {
+			pass, err := os.ReadFile(filepath.Join(dataDir, guirpc.PasswordFile))
+			if err != nil {
+				return "dashboard: " + u
+			}
+			return fmt.Sprintf("dashboard: %s  password: %s", u, strings.TrimSpace(string(pass)))
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return ""
+}
+
+func render(w io.Writer, v daemon.View, st testproject.Stats, up time.Duration, dash string, tty bool) {
 	var b strings.Builder
 	if tty {
 		b.WriteString("\033[H\033[2J")
 	}
 	fmt.Fprintf(&b, "boincd demo  %s  cpus %d  rpcs %d  downloads %d  uploads %d  acked %d/%d\n",
 		up.Round(time.Second), v.CPUs, v.Stats.RPCs, v.Stats.Downloaded, v.Stats.Uploaded, len(st.Acked), len(st.Sent))
+	if tty && dash != "" {
+		// The screen is redrawn each second: keep the address on it.
+		b.WriteString(dash + "\n")
+	}
 	for _, t := range v.Tasks {
 		state := t.Phase.String()
 		if t.Running {
