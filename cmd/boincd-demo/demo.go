@@ -182,11 +182,17 @@ func dashboardLine(ctx context.Context, d *daemon.Daemon, dataDir string) string
 		u, err := d.WebURL(qctx)
 		cancel()
 		if err == nil && u != "" {
-			pass, err := os.ReadFile(filepath.Join(dataDir, guirpc.PasswordFile))
-			if err != nil {
-				return "dashboard: " + u
+			line := "dashboard: " + u
+			if pass, err := os.ReadFile(filepath.Join(dataDir, guirpc.PasswordFile)); err == nil {
+				line += "  password: " + strings.TrimSpace(string(pass))
 			}
-			return fmt.Sprintf("dashboard: %s  password: %s", u, strings.TrimSpace(string(pass)))
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			gui, err := d.GUIRPCAddr(qctx)
+			cancel()
+			if err == nil && gui != "" {
+				line += "  (boinccmd --host " + gui + ")"
+			}
+			return line
 		}
 		select {
 		case <-ctx.Done():
