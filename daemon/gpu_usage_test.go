@@ -110,7 +110,7 @@ func TestGPUUsageSharesOneGPU(t *testing.T) {
 			results := guiResults(t, h)
 			executing := 0
 			for _, r := range results {
-				if r.ActiveTaskState != guiclient.TaskExecuting {
+				if r.ActiveTaskState != boinc.TaskExecuting {
 					continue
 				}
 				executing++

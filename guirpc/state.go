@@ -211,10 +211,10 @@ type DailyXfer struct {
 
 // Run modes (lib/common_defs.h).
 const (
-	ModeAlways  = 1
-	ModeAuto    = 2
-	ModeNever   = 3
-	ModeRestore = 4
+	ModeAlways  = int(boinc.RunModeAlways)
+	ModeAuto    = int(boinc.RunModeAuto)
+	ModeNever   = int(boinc.RunModeNever)
+	ModeRestore = int(boinc.RunModeRestore)
 )
 
 // CCStatus is <cc_status>: run modes and why things are suspended.

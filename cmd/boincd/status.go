@@ -718,7 +718,7 @@ func buildStatus(addr string, now time.Time, cc *client.CCStatus, st *client.Sta
 			t.ActiveTaskState = r.ActiveTaskState.String()
 			t.SchedulerState = r.SchedulerState.String()
 		}
-		if r.State >= client.ResultComputeError {
+		if r.State >= boinc.ResultComputeError {
 			t.FractionDone = 1
 			t.ElapsedSecs = r.FinalElapsedTime.Seconds()
 			t.RemainingSecs = 0
@@ -783,7 +783,7 @@ func buildStatus(addr string, now time.Time, cc *client.CCStatus, st *client.Sta
 	return doc
 }
 
-func mode(cur, perm client.RunMode, delay time.Duration, reason client.SuspendReason) modeDoc {
+func mode(cur, perm boinc.RunMode, delay time.Duration, reason client.SuspendReason) modeDoc {
 	m := modeDoc{
 		Mode:              cur.String(),
 		PermMode:          perm.String(),
@@ -802,25 +802,25 @@ func mode(cur, perm client.RunMode, delay time.Duration, reason client.SuspendRe
 // BOINC Manager's status column.
 func taskState(r *client.Result, cc *client.CCStatus) string {
 	switch r.State {
-	case client.ResultNew:
+	case boinc.ResultNew:
 		return "new"
-	case client.ResultFilesDownloading:
+	case boinc.ResultFilesDownloading:
 		if r.ReadyToReport {
 			return "error"
 		}
 		return "downloading"
-	case client.ResultComputeError, client.ResultUploadFailed:
+	case boinc.ResultComputeError, boinc.ResultUploadFailed:
 		return "error"
-	case client.ResultAborted:
+	case boinc.ResultAborted:
 		return "aborted"
-	case client.ResultFilesUploading:
+	case boinc.ResultFilesUploading:
 		if r.ReadyToReport {
 			return "error"
 		}
 		return "uploading"
-	case client.ResultFilesUploaded:
+	case boinc.ResultFilesUploaded:
 		return "ready to report"
-	case client.ResultFilesDownloaded:
+	case boinc.ResultFilesDownloaded:
 	default:
 		return r.State.String()
 	}
@@ -831,9 +831,9 @@ func taskState(r *client.Result, cc *client.CCStatus) string {
 		return "suspended"
 	case r.CoprocMissing:
 		return "GPU missing"
-	case r.HasActiveTask && r.SchedulerState == client.SchedScheduled && r.ActiveTaskState == client.TaskExecuting:
+	case r.HasActiveTask && r.SchedulerState == boinc.SchedScheduled && r.ActiveTaskState == boinc.TaskExecuting:
 		return "running"
-	case r.HasActiveTask && r.ActiveTaskState == client.TaskSuspended, r.HasActiveTask && r.SchedulerState == client.SchedPreempted:
+	case r.HasActiveTask && r.ActiveTaskState == boinc.TaskSuspended, r.HasActiveTask && r.SchedulerState == boinc.SchedPreempted:
 		return "waiting to run"
 	case r.SchedulerWait, r.NetworkWait:
 		return "waiting"

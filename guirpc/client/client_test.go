@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boincd/boincd/boinc"
 )
 
 const fixturePassword = "refguipass"
@@ -77,7 +79,7 @@ func TestFixtures(t *testing.T) {
 				t.Fatalf("%d results", len(st.Results))
 			}
 			r := st.Results[0]
-			if r.Name != "refwu_1795268541_1_0" || r.AppName != "refapp" || r.State != ResultFilesDownloaded || !r.HasActiveTask || r.ActiveTaskState != TaskSuspended {
+			if r.Name != "refwu_1795268541_1_0" || r.AppName != "refapp" || r.State != boinc.ResultFilesDownloaded || !r.HasActiveTask || r.ActiveTaskState != boinc.TaskSuspended {
 				t.Errorf("result %+v", r)
 			}
 			if !st.HaveGlobalPrefs || st.GlobalPrefs.WorkBufAdditionalDays != 0.5 {
@@ -96,11 +98,11 @@ func TestFixtures(t *testing.T) {
 				t.Errorf("wu %+v", st.Workunits[0])
 			}
 			want := []struct {
-				state ResultState
-				task  ActiveTaskState
+				state boinc.ResultState
+				task  boinc.ActiveTaskState
 				slot  int
 				pid   int
-			}{{ResultFilesDownloaded, TaskExecuting, 0, 15498}, {ResultFilesDownloaded, TaskExecuting, 1, 15543}, {ResultFilesDownloading, TaskUninitialized, -1, 0}}
+			}{{boinc.ResultFilesDownloaded, boinc.TaskExecuting, 0, 15498}, {boinc.ResultFilesDownloaded, boinc.TaskExecuting, 1, 15543}, {boinc.ResultFilesDownloading, boinc.TaskUninitialized, -1, 0}}
 			for i, w := range want {
 				r := st.Results[i]
 				if r.State != w.state || r.ActiveTaskState != w.task || r.Slot != w.slot || r.PID != w.pid {
@@ -129,13 +131,13 @@ func TestFixtures(t *testing.T) {
 			if a.Name != "refwu_1795268541_1_0" || a.WUName != "refwu_1795268541_1" || a.ProjectURL != "http://127.0.0.1:18080/" {
 				t.Errorf("first %+v", a)
 			}
-			if !a.HasActiveTask || a.ActiveTaskState != TaskSuspended || a.SchedulerState != SchedScheduled || a.Slot != 0 || a.PID != 6508 || a.FractionDone != 0 {
+			if !a.HasActiveTask || a.ActiveTaskState != boinc.TaskSuspended || a.SchedulerState != boinc.SchedScheduled || a.Slot != 0 || a.PID != 6508 || a.FractionDone != 0 {
 				t.Errorf("first active task %+v", a)
 			}
 			if !a.ReportDeadline.Equal(utc(1795873355)) {
 				t.Errorf("deadline %v", a.ReportDeadline)
 			}
-			if b.HasActiveTask || b.State != ResultNew || b.Slot != -1 || b.EstimatedCPUTimeRemaining != 30*time.Second {
+			if b.HasActiveTask || b.State != boinc.ResultNew || b.Slot != -1 || b.EstimatedCPUTimeRemaining != 30*time.Second {
 				t.Errorf("second %+v", b)
 			}
 		}},
@@ -144,7 +146,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(rs) != 2 || rs[0].ActiveTaskState != TaskExecuting || rs[1].ActiveTaskState != TaskExecuting || rs[1].Slot != 1 {
+			if len(rs) != 2 || rs[0].ActiveTaskState != boinc.TaskExecuting || rs[1].ActiveTaskState != boinc.TaskExecuting || rs[1].Slot != 1 {
 				t.Fatalf("results %+v", rs)
 			}
 		}},
@@ -174,7 +176,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cc.NetworkStatus != NetworkWantDisconnect || cc.TaskSuspendReason != SuspendCPUUsage || cc.TaskMode != RunModeAuto || cc.MaxEventLogLines != 2000 {
+			if cc.NetworkStatus != NetworkWantDisconnect || cc.TaskSuspendReason != SuspendCPUUsage || cc.TaskMode != boinc.RunModeAuto || cc.MaxEventLogLines != 2000 {
 				t.Errorf("cc %+v", cc)
 			}
 			if cc.TaskSuspendReason.String() != "CPU is busy" || cc.NetworkStatus.String() != "don't need connection" {
@@ -186,7 +188,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cc.TaskMode != RunModeAlways || cc.TaskModePerm != RunModeAuto || cc.TaskModeDelay < 3599*time.Second || cc.TaskSuspendReason != 0 {
+			if cc.TaskMode != boinc.RunModeAlways || cc.TaskModePerm != boinc.RunModeAuto || cc.TaskModeDelay < 3599*time.Second || cc.TaskSuspendReason != 0 {
 				t.Errorf("cc %+v", cc)
 			}
 		}},
@@ -195,7 +197,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cc.TaskMode != RunModeNever || cc.TaskSuspendReason.String() != "user request" {
+			if cc.TaskMode != boinc.RunModeNever || cc.TaskSuspendReason.String() != "user request" {
 				t.Errorf("cc %+v", cc)
 			}
 		}},

@@ -18,31 +18,6 @@ type Version struct {
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Release) }
 
-// RunMode is a task, GPU or network mode (lib/common_defs.h RUN_MODE_*).
-type RunMode int
-
-const (
-	RunModeAlways  RunMode = 1
-	RunModeAuto    RunMode = 2
-	RunModeNever   RunMode = 3
-	RunModeRestore RunMode = 4
-)
-
-// String uses boinccmd's words.
-func (m RunMode) String() string {
-	switch m {
-	case RunModeAlways:
-		return "always"
-	case RunModeAuto:
-		return "according to prefs"
-	case RunModeNever:
-		return "never"
-	case RunModeRestore:
-		return "restore"
-	}
-	return "mode " + strconv.Itoa(int(m))
-}
-
 // NetworkStatus is cc_status's network_status (NETWORK_STATUS_*).
 type NetworkStatus int
 
@@ -148,78 +123,6 @@ func (r SuspendReason) String() string {
 	return strings.Join(r.Words(), ", ")
 }
 
-// ResultState is a result's wire state (RESULT_* in lib/common_defs.h).
-type ResultState int
-
-const (
-	ResultNew              ResultState = 0
-	ResultFilesDownloading ResultState = 1
-	ResultFilesDownloaded  ResultState = 2
-	ResultComputeError     ResultState = 3
-	ResultFilesUploading   ResultState = 4
-	ResultFilesUploaded    ResultState = 5
-	ResultAborted          ResultState = 6
-	ResultUploadFailed     ResultState = 7
-)
-
-var resultStateWords = [...]string{"new", "downloading", "downloaded", "compute error", "uploading", "uploaded", "aborted", "upload failed"}
-
-// String uses boinccmd's words.
-func (s ResultState) String() string {
-	if s >= 0 && int(s) < len(resultStateWords) {
-		return resultStateWords[s]
-	}
-	return "state " + strconv.Itoa(int(s))
-}
-
-// ActiveTaskState is PROCESS_* of lib/common_defs.h.
-type ActiveTaskState int
-
-const (
-	TaskUninitialized ActiveTaskState = 0
-	TaskExecuting     ActiveTaskState = 1
-	TaskExited        ActiveTaskState = 2
-	TaskWasSignaled   ActiveTaskState = 3
-	TaskExitUnknown   ActiveTaskState = 4
-	TaskAbortPending  ActiveTaskState = 5
-	TaskAborted       ActiveTaskState = 6
-	TaskCouldntStart  ActiveTaskState = 7
-	TaskQuitPending   ActiveTaskState = 8
-	TaskSuspended     ActiveTaskState = 9
-	TaskCopyPending   ActiveTaskState = 10
-)
-
-var taskStateWords = [...]string{"UNINITIALIZED", "EXECUTING", "EXITED", "WAS_SIGNALED", "EXIT_UNKNOWN", "ABORT_PENDING", "ABORTED", "COULDNT_START", "QUIT_PENDING", "SUSPENDED", "COPY_PENDING"}
-
-// String uses boinccmd's words.
-func (s ActiveTaskState) String() string {
-	if s >= 0 && int(s) < len(taskStateWords) {
-		return taskStateWords[s]
-	}
-	return "STATE_" + strconv.Itoa(int(s))
-}
-
-// SchedulerState is CPU_SCHED_* : whether the scheduler wants the task to run.
-type SchedulerState int
-
-const (
-	SchedUninitialized SchedulerState = 0
-	SchedPreempted     SchedulerState = 1
-	SchedScheduled     SchedulerState = 2
-)
-
-func (s SchedulerState) String() string {
-	switch s {
-	case SchedUninitialized:
-		return "uninitialized"
-	case SchedPreempted:
-		return "preempted"
-	case SchedScheduled:
-		return "scheduled"
-	}
-	return "state " + strconv.Itoa(int(s))
-}
-
 // RscBackoff is a project's work-fetch backoff for one processor type.
 type RscBackoff struct {
 	Resource string        `json:"resource"` // CPU, NVIDIA, ATI, intel_gpu, apple_gpu
@@ -306,16 +209,16 @@ type Result struct {
 	// AppName is filled by GetState from the workunit; empty otherwise.
 	AppName string `json:"app_name,omitempty"`
 
-	State                     ResultState   `json:"state"`
-	ExitStatus                int           `json:"exit_status"`
-	ReportDeadline            time.Time     `json:"report_deadline"`
-	ReceivedTime              time.Time     `json:"received_time"`
-	CompletedTime             time.Time     `json:"completed_time"`
-	EstimatedCPUTimeRemaining time.Duration `json:"estimated_cpu_time_remaining"`
-	FinalCPUTime              time.Duration `json:"final_cpu_time"`
-	FinalElapsedTime          time.Duration `json:"final_elapsed_time"`
-	Resources                 string        `json:"resources,omitempty"`
-	SchedulerWaitReason       string        `json:"scheduler_wait_reason,omitempty"`
+	State                     boinc.ResultState `json:"state"`
+	ExitStatus                int               `json:"exit_status"`
+	ReportDeadline            time.Time         `json:"report_deadline"`
+	ReceivedTime              time.Time         `json:"received_time"`
+	CompletedTime             time.Time         `json:"completed_time"`
+	EstimatedCPUTimeRemaining time.Duration     `json:"estimated_cpu_time_remaining"`
+	FinalCPUTime              time.Duration     `json:"final_cpu_time"`
+	FinalElapsedTime          time.Duration     `json:"final_elapsed_time"`
+	Resources                 string            `json:"resources,omitempty"`
+	SchedulerWaitReason       string            `json:"scheduler_wait_reason,omitempty"`
 
 	GotServerAck           bool `json:"got_server_ack,omitempty"`
 	ReadyToReport          bool `json:"ready_to_report,omitempty"`
@@ -329,21 +232,21 @@ type Result struct {
 
 	// Active task; HasActiveTask is false (and the rest zero, Slot -1)
 	// when the task has never started.
-	HasActiveTask     bool            `json:"has_active_task"`
-	ActiveTaskState   ActiveTaskState `json:"active_task_state"`
-	SchedulerState    SchedulerState  `json:"scheduler_state"`
-	AppVersionNum     int             `json:"app_version_num,omitempty"`
-	Slot              int             `json:"slot"`
-	PID               int             `json:"pid,omitempty"`
-	FractionDone      float64         `json:"fraction_done"`
-	CheckpointCPUTime time.Duration   `json:"checkpoint_cpu_time"`
-	CurrentCPUTime    time.Duration   `json:"current_cpu_time"`
-	ElapsedTime       time.Duration   `json:"elapsed_time"`
-	SwapSize          float64         `json:"swap_size,omitempty"`
-	WorkingSetSize    float64         `json:"working_set_size,omitempty"`
-	ProgressRate      float64         `json:"progress_rate,omitempty"`
-	TooLarge          bool            `json:"too_large,omitempty"`
-	NeedsShmem        bool            `json:"needs_shmem,omitempty"`
+	HasActiveTask     bool                  `json:"has_active_task"`
+	ActiveTaskState   boinc.ActiveTaskState `json:"active_task_state"`
+	SchedulerState    boinc.SchedulerState  `json:"scheduler_state"`
+	AppVersionNum     int                   `json:"app_version_num,omitempty"`
+	Slot              int                   `json:"slot"`
+	PID               int                   `json:"pid,omitempty"`
+	FractionDone      float64               `json:"fraction_done"`
+	CheckpointCPUTime time.Duration         `json:"checkpoint_cpu_time"`
+	CurrentCPUTime    time.Duration         `json:"current_cpu_time"`
+	ElapsedTime       time.Duration         `json:"elapsed_time"`
+	SwapSize          float64               `json:"swap_size,omitempty"`
+	WorkingSetSize    float64               `json:"working_set_size,omitempty"`
+	ProgressRate      float64               `json:"progress_rate,omitempty"`
+	TooLarge          bool                  `json:"too_large,omitempty"`
+	NeedsShmem        bool                  `json:"needs_shmem,omitempty"`
 }
 
 // CCStatus is the reply of get_cc_status.
@@ -351,16 +254,16 @@ type CCStatus struct {
 	NetworkStatus        NetworkStatus `json:"network_status"`
 	AMSPasswordError     bool          `json:"ams_password_error"`
 	TaskSuspendReason    SuspendReason `json:"task_suspend_reason"`
-	TaskMode             RunMode       `json:"task_mode"`
-	TaskModePerm         RunMode       `json:"task_mode_perm"`
+	TaskMode             boinc.RunMode `json:"task_mode"`
+	TaskModePerm         boinc.RunMode `json:"task_mode_perm"`
 	TaskModeDelay        time.Duration `json:"task_mode_delay"`
 	GPUSuspendReason     SuspendReason `json:"gpu_suspend_reason"`
-	GPUMode              RunMode       `json:"gpu_mode"`
-	GPUModePerm          RunMode       `json:"gpu_mode_perm"`
+	GPUMode              boinc.RunMode `json:"gpu_mode"`
+	GPUModePerm          boinc.RunMode `json:"gpu_mode_perm"`
 	GPUModeDelay         time.Duration `json:"gpu_mode_delay"`
 	NetworkSuspendReason SuspendReason `json:"network_suspend_reason"`
-	NetworkMode          RunMode       `json:"network_mode"`
-	NetworkModePerm      RunMode       `json:"network_mode_perm"`
+	NetworkMode          boinc.RunMode `json:"network_mode"`
+	NetworkModePerm      boinc.RunMode `json:"network_mode_perm"`
 	NetworkModeDelay     time.Duration `json:"network_mode_delay"`
 	DisallowAttach       bool          `json:"disallow_attach"`
 	SimpleGUIOnly        bool          `json:"simple_gui_only"`

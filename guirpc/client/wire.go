@@ -471,7 +471,7 @@ func (w *wireResult) result() Result {
 		Platform:                  trim(w.Platform),
 		VersionNum:                int(w.VersionNum),
 		PlanClass:                 trim(w.PlanClass),
-		State:                     ResultState(w.State),
+		State:                     boinc.ResultState(w.State),
 		ExitStatus:                int(w.ExitStatus),
 		ReportDeadline:            unixTime(w.ReportDeadline),
 		ReceivedTime:              unixTime(w.ReceivedTime),
@@ -494,8 +494,8 @@ func (w *wireResult) result() Result {
 	}
 	if a := w.ActiveTask; a != nil {
 		r.HasActiveTask = true
-		r.ActiveTaskState = ActiveTaskState(a.ActiveTaskState)
-		r.SchedulerState = SchedulerState(a.SchedulerState)
+		r.ActiveTaskState = boinc.ActiveTaskState(a.ActiveTaskState)
+		r.SchedulerState = boinc.SchedulerState(a.SchedulerState)
 		r.AppVersionNum = int(a.AppVersionNum)
 		r.Slot = int(a.Slot)
 		r.PID = int(a.PID)
@@ -548,16 +548,16 @@ func (w *wireCCStatus) status() *CCStatus {
 		NetworkStatus:        NetworkStatus(w.NetworkStatus),
 		AMSPasswordError:     bool(w.AMSPasswordError),
 		TaskSuspendReason:    SuspendReason(w.TaskSuspendReason),
-		TaskMode:             RunMode(w.TaskMode),
-		TaskModePerm:         RunMode(w.TaskModePerm),
+		TaskMode:             boinc.RunMode(w.TaskMode),
+		TaskModePerm:         boinc.RunMode(w.TaskModePerm),
 		TaskModeDelay:        seconds(w.TaskModeDelay),
 		GPUSuspendReason:     SuspendReason(w.GPUSuspendReason),
-		GPUMode:              RunMode(w.GPUMode),
-		GPUModePerm:          RunMode(w.GPUModePerm),
+		GPUMode:              boinc.RunMode(w.GPUMode),
+		GPUModePerm:          boinc.RunMode(w.GPUModePerm),
 		GPUModeDelay:         seconds(w.GPUModeDelay),
 		NetworkSuspendReason: SuspendReason(w.NetworkSuspendReason),
-		NetworkMode:          RunMode(w.NetworkMode),
-		NetworkModePerm:      RunMode(w.NetworkModePerm),
+		NetworkMode:          boinc.RunMode(w.NetworkMode),
+		NetworkModePerm:      boinc.RunMode(w.NetworkModePerm),
 		NetworkModeDelay:     seconds(w.NetworkModeDelay),
 		DisallowAttach:       bool(w.DisallowAttach),
 		SimpleGUIOnly:        bool(w.SimpleGUIOnly),
