@@ -48,6 +48,7 @@ func (d *Daemon) startWeb(ctx context.Context) {
 		Password:    pass,
 		Backend:     rpcBackend{d},
 		Log:         d.elog,
+		DataDir:     d.opt.DataDir,
 		Logger:      d.opt.Logger.With(slog.String("component", "webui")),
 	})
 	if err != nil {

@@ -77,6 +77,11 @@ type Config struct {
 	// PollInterval is how often an open stream looks for changes
 	// (default 1 s).
 	PollInterval time.Duration
+	// DataDir keeps the fleet (fleet.json: other hosts and their GUI RPC
+	// passwords); "" shows no Fleet tab. FleetPollInterval is how often
+	// another host is read while a dashboard is open (default 3 s).
+	DataDir           string
+	FleetPollInterval time.Duration
 }
 
 // Server is a listening dashboard.
@@ -91,6 +96,11 @@ type Server struct {
 	brake  guirpc.Brake
 	// readTimeout bounds reading a request (tests shorten it).
 	readTimeout time.Duration
+
+	// The Fleet tab (fleet.go); nil without a data directory.
+	fleet        *Fleet
+	fleetp       *fleetPoller
+	fleetProblem string
 
 	mu       sync.Mutex
 	sessions map[string]*session
@@ -154,6 +164,9 @@ func Listen(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.tmpl = t
+	if err := s.openFleet(); err != nil {
+		return nil, err
+	}
 	sub, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		return nil, fmt.Errorf("webui: embedded assets: %w", err)
@@ -193,6 +206,10 @@ func (s *Server) Serve(ctx context.Context) error {
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	if s.fleetp != nil {
+		s.fleetp.start(ctx)
+		defer s.fleetp.stop()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(s.ln) }()
 	select {
@@ -219,6 +236,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.withSession(s.dashboard))
 	mux.HandleFunc("GET /events", s.withSession(s.events))
 	mux.HandleFunc("POST /act", s.withSession(s.act))
+	mux.HandleFunc("POST /fleet/add", s.withSession(s.fleetAdd))
+	mux.HandleFunc("POST /fleet/remove", s.withSession(s.fleetRemove))
+	mux.HandleFunc("POST /fleet/act", s.withSession(s.fleetAct))
 	return s.guard(mux)
 }
 

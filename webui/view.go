@@ -25,7 +25,7 @@ const (
 )
 
 // sections are the parts of the page the stream replaces, by id.
-var sections = []string{"modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats"}
+var sections = []string{"modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats", "fleet"}
 
 // view is what the templates show, built from one Snapshot.
 type view struct {
@@ -45,6 +45,7 @@ type view struct {
 	Log       []logLine
 	Host      hostView
 	Stats     []statView
+	Fleet     fleetView
 }
 
 // statView is one project's credit history, plotted as an inline SVG
@@ -167,6 +168,7 @@ func (s *Server) build(ctx context.Context, csrf string, page int) (*view, error
 		}
 	}
 	v.Host = hostOf(st)
+	v.Fleet = s.fleetOf(st, v)
 	for i := range st.Projects {
 		if sv, ok := statsOf(&st.Projects[i]); ok {
 			v.Stats = append(v.Stats, sv)
@@ -545,6 +547,7 @@ func parseTemplates() (*template.Template, error) {
 		"projop": func(csrf string, p projectView, op, label, confirm string) projOp {
 			return projOp{CSRF: csrf, URL: p.URL, Name: p.Name, Op: op, Label: label, Confirm: confirm}
 		},
+		"fleettask": fleetTaskOp,
 	}
 	t, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
 	if err != nil {

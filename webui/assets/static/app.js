@@ -53,7 +53,7 @@
       if (r.status === 401) { location.href = "/login"; return; }
       if (!r.ok) return r.text().then(function (t) { throw new Error(t.trim() || r.statusText); });
       say("Done.");
-      if (form.classList.contains("attach")) form.reset();
+      if (form.classList.contains("attach") || form.hasAttribute("data-reset")) form.reset();
     }).catch(function (e) { say("Failed: " + e.message, true); });
   }
 
@@ -88,7 +88,7 @@
   }
   if (window.EventSource) {
     var es = new EventSource("/events" + location.search);
-    ["modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats"].forEach(function (name) {
+    ["modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats", "fleet"].forEach(function (name) {
       es.addEventListener(name, function (e) { swap(name, e.data); });
     });
     es.addEventListener("logout", function () { es.close(); location.href = "/login"; });
