@@ -68,7 +68,6 @@ type Fleet struct {
 
 	mu    sync.Mutex
 	hosts []FleetHost
-	gen   uint64 // bumped at each change, for the poller
 }
 
 // ErrFleetFull is returned by Add beyond maxFleetHosts hosts.
@@ -134,12 +133,6 @@ func (f *Fleet) Hosts() []FleetHost {
 	return slices.Clone(f.hosts)
 }
 
-// generation changes whenever the list does.
-func (f *Fleet) generation() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.gen
-}
 
 // Host returns the host with id.
 func (f *Fleet) Host(id string) (FleetHost, bool) {
@@ -195,7 +188,6 @@ func (f *Fleet) Add(name, addr, password string) (FleetHost, error) {
 		return FleetHost{}, err
 	}
 	f.hosts = next
-	f.gen++
 	return h, nil
 }
 
@@ -212,7 +204,6 @@ func (f *Fleet) Remove(id string) (bool, error) {
 		return false, err
 	}
 	f.hosts = next
-	f.gen++
 	return true, nil
 }
 
