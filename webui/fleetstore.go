@@ -133,7 +133,6 @@ func (f *Fleet) Hosts() []FleetHost {
 	return slices.Clone(f.hosts)
 }
 
-
 // Host returns the host with id.
 func (f *Fleet) Host(id string) (FleetHost, bool) {
 	f.mu.Lock()
