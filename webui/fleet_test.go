@@ -243,6 +243,46 @@ func TestFleetPoller(t *testing.T) {
 	}
 }
 
+// TestFleetPollerOnlyWhileWatched: nothing is polled before Serve or
+// with an empty fleet; a host's poller ends once nobody has looked for
+// the linger time, and the next look starts it again.
+func TestFleetPollerOnlyWhileWatched(t *testing.T) {
+	host := startRemote(t, "pw", remoteState())
+	f, _ := OpenFleet(t.TempDir())
+	p := newFleetPoller(f, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+	p.linger = 50 * time.Millisecond
+	workers := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return len(p.workers)
+	}
+	h, _ := f.Add("", host.addr, "pw")
+	p.watch()
+	if n := workers(); n != 0 {
+		t.Fatalf("%d pollers before start", n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.start(ctx)
+	p.watch()
+	if n := workers(); n != 1 {
+		t.Fatalf("%d pollers for one host", n)
+	}
+	waitFor(t, "the host read", func() bool { return p.snap(h.ID).Status == hostOK })
+	waitFor(t, "the poller to end unwatched", func() bool { return workers() == 0 })
+	if p.snap(h.ID).Status != hostOK {
+		t.Error("the last snapshot was dropped with the poller")
+	}
+	p.watch()
+	if n := workers(); n != 1 {
+		t.Fatalf("%d pollers after a new look", n)
+	}
+	cancel()
+	p.stop()
+	if n := workers(); n != 0 {
+		t.Fatalf("%d pollers after stop", n)
+	}
+}
+
 // TestFleetProblems: what a host's state says is wrong with it.
 func TestFleetProblems(t *testing.T) {
 	for _, tc := range []struct {

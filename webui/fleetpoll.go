@@ -65,6 +65,7 @@ type remoteSnap struct {
 type fleetPoller struct {
 	fleet    *Fleet
 	interval time.Duration
+	linger   time.Duration // fleetLinger; tests shorten it
 	log      *slog.Logger
 
 	mu      sync.Mutex
@@ -82,7 +83,7 @@ type fleetWorker struct {
 }
 
 func newFleetPoller(f *Fleet, interval time.Duration, log *slog.Logger) *fleetPoller {
-	return &fleetPoller{fleet: f, interval: interval, log: log, snaps: map[string]*remoteSnap{}, workers: map[string]*fleetWorker{}}
+	return &fleetPoller{fleet: f, interval: interval, linger: fleetLinger, log: log, snaps: map[string]*remoteSnap{}, workers: map[string]*fleetWorker{}}
 }
 
 // start lets pollers run until ctx ends; stop waits for them.
@@ -172,7 +173,7 @@ func (p *fleetPoller) kick(id string) {
 func (p *fleetPoller) idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return time.Since(p.watched) > fleetLinger
+	return time.Since(p.watched) > p.linger
 }
 
 // retire removes w, when it is still the host's worker.
@@ -208,6 +209,7 @@ func (p *fleetPoller) run(ctx context.Context, w *fleetWorker) {
 		}
 	}()
 	backoff := p.interval
+	var version string // asked once per connection
 	for {
 		if p.idle() {
 			return
@@ -215,9 +217,12 @@ func (p *fleetPoller) run(ctx context.Context, w *fleetWorker) {
 		var err error
 		if c == nil {
 			c, err = connectHost(ctx, w.host)
+			if err == nil {
+				version, err = hostVersion(ctx, c)
+			}
 		}
 		if err == nil {
-			err = p.poll(ctx, c, w.host.ID)
+			err = p.poll(ctx, c, w.host.ID, version)
 		}
 		wait := p.interval
 		if err != nil {
@@ -256,7 +261,7 @@ func (p *fleetPoller) run(ctx context.Context, w *fleetWorker) {
 	}
 }
 
-// connectHost dials and authorizes, and learns the client's version.
+// connectHost dials and authorizes.
 func connectHost(ctx context.Context, h FleetHost) (*client.Client, error) {
 	dctx, cancel := context.WithTimeout(ctx, fleetDialTimeout)
 	defer cancel()
@@ -271,14 +276,22 @@ func connectHost(ctx context.Context, h FleetHost) (*client.Client, error) {
 	return c, nil
 }
 
+// hostVersion is the client's version, as the Manager learns it on
+// connecting (exchange_versions).
+func hostVersion(ctx context.Context, c *client.Client) (string, error) {
+	vctx, cancel := context.WithTimeout(ctx, fleetDialTimeout)
+	defer cancel()
+	v, err := c.ExchangeVersions(vctx)
+	if err != nil {
+		return "", err
+	}
+	return v.String(), nil
+}
+
 // poll reads what the fleet view shows of a host.
-func (p *fleetPoller) poll(ctx context.Context, c *client.Client, id string) error {
+func (p *fleetPoller) poll(ctx context.Context, c *client.Client, id, version string) error {
 	pctx, cancel := context.WithTimeout(ctx, fleetPollTimeout)
 	defer cancel()
-	v, err := c.ExchangeVersions(pctx)
-	if err != nil {
-		return err
-	}
 	cc, err := c.GetCCStatus(pctx)
 	if err != nil {
 		return err
@@ -292,7 +305,7 @@ func (p *fleetPoller) poll(ctx context.Context, c *client.Client, id string) err
 		return err
 	}
 	p.update(id, func(s *remoteSnap) {
-		*s = remoteSnap{Status: hostOK, Version: v.String(), At: time.Now(), CC: cc, Results: rs, Proj: ps}
+		*s = remoteSnap{Status: hostOK, Version: version, At: time.Now(), CC: cc, Results: rs, Proj: ps}
 	})
 	return nil
 }
