@@ -19,6 +19,7 @@ import (
 
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/guirpc/client"
 )
 
 // TestFleetStore: hosts survive a reopen; the file is 0600 and holds
@@ -409,6 +410,20 @@ func TestFleetPage(t *testing.T) {
 		t.Errorf("after remove the file holds %v", f.Hosts())
 	}
 	waitFor(t, "the host gone from the page", func() bool { return strings.Count(page(), `class="card fleet-host`) == 1 })
+}
+
+// TestAbortedStates: a task aborted from a GUI (EXIT_ABORTED_VIA_GUI,
+// 203, what both clients write for abort_result) reads "Aborted by
+// user", one the project aborted (202) "Aborted by project"; a C++
+// client's aborted task goes through the same words.
+func TestAbortedStates(t *testing.T) {
+	cc := &guirpc.CCStatus{}
+	for exit, want := range map[int]string{203: "Aborted by user", 202: "Aborted by project"} {
+		r := resultInfoOf(&client.Result{Name: "t", State: boinc.ResultAborted, ExitStatus: exit})
+		if got := taskState(&r, false, cc); got != want {
+			t.Errorf("exit status %d: %q, want %q", exit, got, want)
+		}
+	}
 }
 
 // TestRemoteDoRefuses: actions a fleet host is not sent.

@@ -206,8 +206,8 @@ func modeOf(which, label string, mode, perm int, delay float64, reason int) mode
 
 // EXIT_* codes the task state names (lib/error_numbers.h).
 const (
-	exitAbortedViaGUI     = 202
-	exitAbortedByProject  = 203
+	exitAbortedViaGUI     = boinc.ExitAbortedViaGUI    // 203
+	exitAbortedByProject  = boinc.ExitAbortedByProject // 202
 	exitUnstartedLate     = 200
 	exitDiskLimitExceeded = 196
 	exitTimeLimitExceeded = 197
