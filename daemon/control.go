@@ -13,12 +13,12 @@ import (
 	"github.com/boincd/boincd/hostcond"
 )
 
-// Run modes (lib/common_defs.h).
+// Run modes (lib/common_defs.h), as GUI RPC carries them.
 const (
-	ModeAlways  = 1
-	ModeAuto    = 2
-	ModeNever   = 3
-	ModeRestore = 4
+	ModeAlways  = guirpc.ModeAlways
+	ModeAuto    = guirpc.ModeAuto
+	ModeNever   = guirpc.ModeNever
+	ModeRestore = guirpc.ModeRestore
 )
 
 // Suspend reasons reported in cc_status (a bitmask, lib/common_defs.h).
