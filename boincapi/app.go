@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/boincd/boincd/internal/atomicfile"
 )
 
 // Files the app writes into its slot for the client (PROTOCOLS §6.5).
@@ -473,13 +475,5 @@ func (a *App) handleControl() (int, bool) {
 // writeFileAtomic writes via a temporary file and a rename so the client
 // never reads a half-written file.
 func writeFileAtomic(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteFile(path, []byte(content), 0o644)
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/boincd/boincd/boinc"
+	"github.com/boincd/boincd/internal/atomicfile"
 )
 
 // PrefsOverrideFile is where BOINC Manager and boinccmd put local
@@ -147,11 +148,7 @@ func (d *Daemon) setPrefsOverride(body string) error {
 	if err := applyPrefsXML(&probe, []byte(body)); err != nil {
 		return fmt.Errorf("preferences override refused: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, []byte(body), 0o644)
 }
 
 // prefsOverride returns the raw override file, or "" without one. It

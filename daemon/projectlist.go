@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/boincd/boincd/internal/atomicfile"
 	"github.com/boincd/boincd/projectlist"
 )
 
@@ -90,9 +91,7 @@ func (d *Daemon) handleProjectListFetched(ev projectListFetched, now time.Time) 
 	}
 	if err == nil {
 		path := filepath.Join(d.opt.DataDir, AllProjectsListFile)
-		if err = writeFileAtomic(path, ev.data, 0o644); err != nil {
-			err = fmt.Errorf("writing %s: %w", path, err)
-		}
+		err = atomicfile.WriteFile(path, ev.data, 0o644)
 	}
 	d.plist.Checked, d.plist.Failed = now, err != nil
 	d.batch.PutMeta(projectListMetaKey, &d.plist)

@@ -14,6 +14,7 @@ import (
 	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/coproc"
 	"github.com/boincd/boincd/guirpc"
+	"github.com/boincd/boincd/internal/atomicfile"
 	"github.com/boincd/boincd/projectlist"
 	"github.com/boincd/boincd/rpcclient"
 )
@@ -80,8 +81,8 @@ func (d *Daemon) settingsAction(a guirpc.Action, now time.Time) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
-		if err := writeFileAtomic(path, []byte(a.XML+"\n"), 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
+		if err := atomicfile.WriteFile(path, []byte(a.XML+"\n"), 0o644); err != nil {
+			return err
 		}
 		d.log.Info("configuration file written by GUI (applied on the next read_cc_config)", slog.String("path", path), slog.Int("bytes", len(a.XML)+1))
 		return nil
@@ -119,32 +120,6 @@ func (d *Daemon) configFilePath(f guirpc.ConfigFile, url string) (string, error)
 		return filepath.Join(d.projectDir(url), AppConfigFile), nil
 	}
 	return "", fmt.Errorf("unknown configuration file %d", f)
-}
-
-// writeFileAtomic replaces path with data so that a reader (or a crash)
-// sees the old file or the new one, never a part.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 // setProxy applies and keeps new proxy settings. The HTTP transport reads

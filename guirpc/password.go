@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/boincd/boincd/internal/atomicfile"
 )
 
 // PasswordFile is the GUI RPC password file in the data directory.
@@ -106,35 +108,15 @@ func newPassword() (string, error) {
 	return hex.EncodeToString(raw[:]), nil
 }
 
-// replaceFile puts data at path (mode 0600) in one step: a temporary
-// file beside it, synced, renamed over it. A link at path (Debian links
-// gui_rpc_auth.cfg to /etc/boinc-client) is followed, so its target is
-// replaced and the link kept.
+// replaceFile puts data at path (mode 0600) in one step, following a
+// link at path (atomicfile.WriteFile). In a directory we may not create
+// files in, the file is rewritten in place instead.
 func replaceFile(path string, data []byte) error {
-	if target, err := filepath.EvalSymlinks(path); err == nil {
-		path = target
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		// A directory we may not write in: rewrite the file in place.
+	err := atomicfile.WriteFile(path, data, 0o600)
+	if errors.Is(err, fs.ErrPermission) {
 		return os.WriteFile(path, data, 0o600)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return err
 }
 
 // narrowMode makes the open password file 0600 when group or others

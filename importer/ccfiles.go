@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/boincd/boincd/daemon"
+	"github.com/boincd/boincd/internal/atomicfile"
 )
 
 // The C++ client's tuning files (cc_config.xml in the data directory,
@@ -65,12 +66,7 @@ func (im *importer) carryTuningFiles() error {
 		if err := os.MkdirAll(filepath.Dir(c.to), 0o755); err != nil {
 			return fmt.Errorf("copy %s: %w", c.from, err)
 		}
-		tmp := c.to + ".import"
-		if err := os.WriteFile(tmp, c.data, 0o644); err != nil {
-			return fmt.Errorf("copy %s: %w", c.from, err)
-		}
-		if err := os.Rename(tmp, c.to); err != nil {
-			_ = os.Remove(tmp)
+		if err := atomicfile.WriteFile(c.to, c.data, 0o644); err != nil {
 			return fmt.Errorf("copy %s: %w", c.from, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boincapi"
+	"github.com/boincd/boincd/internal/atomicfile"
 )
 
 // MaxTrickleBytes bounds one trickle message, up or down: the server
@@ -141,14 +142,8 @@ func WriteTrickleDown(dataDir string, slot int, sendTime int64, body []byte) (st
 		name = fmt.Sprintf("%s.%d", base, n)
 	}
 	// Written aside and renamed: the app may scan the slot at any moment.
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, body, 0o644); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("write trickle-down: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("write trickle-down: %w", err)
+	if err := atomicfile.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+		return "", fmt.Errorf("trickle-down: %w", err)
 	}
 	return name, nil
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/guirpc/client"
+	"github.com/boincd/boincd/internal/atomicfile"
 )
 
 // FleetFile is the fleet's file in the data directory: the other hosts
@@ -214,26 +215,8 @@ func (f *Fleet) writeLocked(hosts []FleetHost) error {
 		return fmt.Errorf("fleet file %s: %w", f.path, err)
 	}
 	data = append(data, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), "."+FleetFile+".*")
-	if err != nil {
-		return fmt.Errorf("fleet file %s: %w", f.path, err)
-	}
-	defer os.Remove(tmp.Name())
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(data)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), f.path)
-	}
-	if err != nil {
-		return fmt.Errorf("fleet file %s: %w", f.path, err)
+	if err := atomicfile.WriteFile(f.path, data, 0o600); err != nil {
+		return fmt.Errorf("fleet file: %w", err)
 	}
 	return nil
 }

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/boincd/boincd/boincapi"
+	"github.com/boincd/boincd/internal/atomicfile"
 )
 
 // BinaryPrefix is the argv[0] base-name prefix that selects this app.
@@ -332,12 +333,8 @@ func saveCheckpoint(path string, st state) error {
 	if err != nil {
 		return fmt.Errorf("checkpoint %s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("checkpoint %s: %w", path, err)
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }
