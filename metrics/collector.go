@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/hostcond"
 )
 
@@ -190,13 +191,15 @@ func boolValue(b bool) float64 {
 	return 0
 }
 
-func runModeName(m int) string {
+// runModeName is a mode's label value (shorter than boinccmd's words,
+// which boinc.RunMode.String gives).
+func runModeName(m boinc.RunMode) string {
 	switch m {
-	case RunModeAlways:
+	case boinc.RunModeAlways:
 		return "always"
-	case RunModeAuto:
+	case boinc.RunModeAuto:
 		return "auto"
-	case RunModeNever:
+	case boinc.RunModeNever:
 		return "never"
 	}
 	return fmt.Sprintf("mode_%d", m)
@@ -216,9 +219,9 @@ func (c *Collector) collectDaemon(e *emitter, s *Snapshot) {
 		{"gpu", s.Daemon.GPUMode, s.Daemon.GPUSuspendReason},
 		{"network", s.Daemon.NetworkMode, s.Daemon.NetworkSuspendReason},
 	} {
-		if a.mode >= RunModeAlways && a.mode <= RunModeNever {
-			for m := RunModeAlways; m <= RunModeNever; m++ {
-				e.gauge(c.d.runMode, boolValue(m == a.mode), a.name, runModeName(m))
+		if mode := boinc.RunMode(a.mode); mode >= boinc.RunModeAlways && mode <= boinc.RunModeNever {
+			for m := boinc.RunModeAlways; m <= boinc.RunModeNever; m++ {
+				e.gauge(c.d.runMode, boolValue(m == mode), a.name, runModeName(m))
 			}
 		}
 		if a.reason == 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/hostcond"
 )
 
@@ -23,9 +24,9 @@ func fullSnapshot() *Snapshot {
 		Build: BuildInfo{Version: "0.3.1", ClientVersion: "7.20.5", Platform: "x86_64-pc-linux-gnu"},
 		Daemon: DaemonState{
 			StartTime:         time.Unix(1700000000, 0),
-			RunMode:           RunModeAuto,
-			GPUMode:           RunModeNever,
-			NetworkMode:       RunModeAlways,
+			RunMode:           int(boinc.RunModeAuto),
+			GPUMode:           int(boinc.RunModeNever),
+			NetworkMode:       int(boinc.RunModeAlways),
 			TaskSuspendReason: hostcond.ReasonBatteries | hostcond.ReasonUserActive,
 		},
 		Host: HostFacts{

@@ -64,21 +64,13 @@ type BuildInfo struct {
 	Platform string
 }
 
-// BOINC run modes (lib/common_defs.h RUN_MODE_*), as set by BOINC Manager
-// or boinccmd for computing, GPU use and network access.
-const (
-	RunModeAlways = 1
-	RunModeAuto   = 2
-	RunModeNever  = 3
-)
-
 // DaemonState is the daemon's own condition.
 type DaemonState struct {
 	// StartTime is when this daemon process started.
 	StartTime time.Time
 
 	// RunMode, GPUMode and NetworkMode are the modes in force now
-	// (temporary mode included), as RunMode* values. 0 means unknown and
+	// (temporary mode included), as boinc.RunMode values. 0 means unknown and
 	// exports nothing.
 	RunMode     int
 	GPUMode     int
