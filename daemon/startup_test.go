@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boincd/boincd/boinc"
 	guiclient "github.com/boincd/boincd/guirpc/client"
 	"github.com/boincd/boincd/internal/testproject"
 	"github.com/boincd/boincd/internal/testsupport"
@@ -52,8 +53,8 @@ func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
 				if done := h.logs.Find("CPU benchmarks done"); len(done) > 0 {
 					t.Fatalf("GUI RPC answered only after the benchmarks (%s after start)", answered)
 				}
-				if st.TaskSuspendReason != guiclient.SuspendBenchmarks {
-					t.Errorf("task_suspend_reason %d during benchmarks, want %d", st.TaskSuspendReason, guiclient.SuspendBenchmarks)
+				if st.TaskSuspendReason != boinc.SuspendBenchmarks {
+					t.Errorf("task_suspend_reason %d during benchmarks, want %d", st.TaskSuspendReason, boinc.SuspendBenchmarks)
 				}
 				if hi.PFpops != 1e9 || hi.PIops != 1e9 || !hi.PCalculated.IsZero() {
 					t.Errorf("during the first benchmarks: p_fpops %g p_iops %g p_calculated %v, want the 1e9 placeholders, never calculated", hi.PFpops, hi.PIops, hi.PCalculated)
@@ -68,7 +69,7 @@ func TestStartupAnswersBeforeBenchmarks(t *testing.T) {
 				if hi.PFpops <= 0 || hi.PFpops == 1e9 || hi.PIops <= 0 || hi.PIops == 1e9 || hi.PCalculated.IsZero() {
 					t.Errorf("after the benchmarks: p_fpops %g p_iops %g p_calculated %v, want measured figures", hi.PFpops, hi.PIops, hi.PCalculated)
 				}
-				if st, err = c.GetCCStatus(ctx); err != nil || st.TaskSuspendReason == guiclient.SuspendBenchmarks {
+				if st, err = c.GetCCStatus(ctx); err != nil || st.TaskSuspendReason == boinc.SuspendBenchmarks {
 					t.Errorf("after the benchmarks: task_suspend_reason %v (err %v)", st, err)
 				}
 			} else {

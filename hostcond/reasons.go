@@ -20,25 +20,29 @@ package hostcond
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/boincd/boincd/boinc"
 )
 
-// Suspend reasons (lib/common_defs.h SUSPEND_REASON_*). They are bits, so
-// a Decision can carry every condition in force at once; cc_status
-// reports a single one, which Primary picks.
+// Suspend reasons (lib/common_defs.h SUSPEND_REASON_*, declared once as
+// boinc.SuspendReason). They are bits, so a Decision can carry every
+// condition in force at once; cc_status reports a single one, which
+// Primary picks.
 const (
-	ReasonBatteries     uint32 = 1
-	ReasonUserActive    uint32 = 2
-	ReasonUserReq       uint32 = 4
-	ReasonTimeOfDay     uint32 = 8
-	ReasonBenchmarks    uint32 = 16
-	ReasonDiskSize      uint32 = 32
-	ReasonCPUThrottle   uint32 = 64
-	ReasonNoRecentInput uint32 = 128
-	ReasonInitialDelay  uint32 = 256
-	ReasonExclusiveApp  uint32 = 512
-	ReasonCPUUsage      uint32 = 1024
-	ReasonNetworkQuota  uint32 = 2048
+	ReasonBatteries     = uint32(boinc.SuspendBatteries)
+	ReasonUserActive    = uint32(boinc.SuspendUserActive)
+	ReasonUserReq       = uint32(boinc.SuspendUserRequest)
+	ReasonTimeOfDay     = uint32(boinc.SuspendTimeOfDay)
+	ReasonBenchmarks    = uint32(boinc.SuspendBenchmarks)
+	ReasonDiskSize      = uint32(boinc.SuspendDiskSize)
+	ReasonCPUThrottle   = uint32(boinc.SuspendCPUThrottle)
+	ReasonNoRecentInput = uint32(boinc.SuspendNoRecentInput)
+	ReasonInitialDelay  = uint32(boinc.SuspendInitialDelay)
+	ReasonExclusiveApp  = uint32(boinc.SuspendExclusiveAppRunning)
+	ReasonCPUUsage      = uint32(boinc.SuspendCPUUsage)
+	ReasonNetworkQuota  = uint32(boinc.SuspendNetworkQuotaExceeded)
 )
 
 // precedence is the order in which the C++ client tests the conditions
@@ -78,33 +82,11 @@ func Primary(mask uint32) uint32 {
 // ReasonString is lib/str_util.cpp suspend_reason_string for a single
 // reason; a mask with several bits gives the names joined by ", ".
 func ReasonString(r uint32) string {
-	switch r {
-	case 0:
+	if r == 0 {
 		return ""
-	case ReasonBatteries:
-		return "on batteries"
-	case ReasonUserActive:
-		return "computer is in use"
-	case ReasonUserReq:
-		return "user request"
-	case ReasonTimeOfDay:
-		return "time of day"
-	case ReasonBenchmarks:
-		return "CPU benchmarks in progress"
-	case ReasonDiskSize:
-		return "need disk space - check preferences"
-	case ReasonCPUThrottle:
-		return "CPU throttled"
-	case ReasonNoRecentInput:
-		return "no recent user activity"
-	case ReasonInitialDelay:
-		return "initial delay"
-	case ReasonExclusiveApp:
-		return "an exclusive app is running"
-	case ReasonCPUUsage:
-		return "CPU is busy"
-	case ReasonNetworkQuota:
-		return "network transfer limit exceeded"
+	}
+	if r&(r-1) == 0 && slices.Contains(precedence[:], r) {
+		return boinc.SuspendReason(r).String()
 	}
 	var names []string
 	rest := r

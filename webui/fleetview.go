@@ -62,7 +62,7 @@ func problemsOf(f hostFacts) []string {
 	out := append([]string(nil), f.health...)
 	// SUSPEND_REASON_CPU_THROTTLE is the CPU-time limit at work, not a
 	// suspension anyone needs to hear about.
-	const cpuThrottle = client.SuspendCPUThrottle
+	const cpuThrottle = boinc.SuspendCPUThrottle
 	if f.taskSusp != 0 && f.taskSusp != cpuThrottle {
 		out = append(out, "Computing suspended: "+f.taskSusp.String())
 	}

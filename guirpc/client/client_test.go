@@ -176,7 +176,7 @@ func TestFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cc.NetworkStatus != NetworkWantDisconnect || cc.TaskSuspendReason != SuspendCPUUsage || cc.TaskMode != boinc.RunModeAuto || cc.MaxEventLogLines != 2000 {
+			if cc.NetworkStatus != NetworkWantDisconnect || cc.TaskSuspendReason != boinc.SuspendCPUUsage || cc.TaskMode != boinc.RunModeAuto || cc.MaxEventLogLines != 2000 {
 				t.Errorf("cc %+v", cc)
 			}
 			if cc.TaskSuspendReason.String() != "CPU is busy" || cc.NetworkStatus.String() != "don't need connection" {
@@ -591,25 +591,6 @@ func TestSyntheticForms(t *testing.T) {
 	}
 	if h.DockerVersion != "4.9.3" || h.DockerType != 2 {
 		t.Errorf("container engine %q type %d, want 4.9.3 type 2", h.DockerVersion, h.DockerType)
-	}
-}
-
-func TestSuspendReasonWords(t *testing.T) {
-	tests := []struct {
-		r    SuspendReason
-		want string
-	}{
-		{0, "not suspended"},
-		{SuspendUserRequest, "user request"},
-		{SuspendCPUUsage, "CPU is busy"},
-		{SuspendUserActive | SuspendTimeOfDay, "computer is in use, time of day"},
-		{SuspendWiFiState, "not connected to WiFi network"},
-		{9999, "reason 9999"},
-	}
-	for _, tt := range tests {
-		if got := tt.r.String(); got != tt.want {
-			t.Errorf("%d: %q, want %q", int(tt.r), got, tt.want)
-		}
 	}
 }
 
