@@ -225,6 +225,21 @@ func UpdateDebts(now time.Time, h Host, projects []Project, jobs []Job, used [][
 //
 // It writes into ds, whose slices have len(projects) zeroed entries.
 func owedShares(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]float64, ds *debtScratch) {
+	sole, used := -1, 0
+	for r := range NumRsc {
+		if elig[r] != nil && T[r] > 0 {
+			sole = r
+			used++
+		}
+	}
+	if used == 1 && owedSharesOne(projects, h, elig[sole], T[sole], sole, ds) {
+		return
+	}
+	owedSharesAll(projects, h, elig, T, ds)
+}
+
+// owedSharesAll is owedShares for any number of resources.
+func owedSharesAll(projects []Project, h *Host, elig *[NumRsc][]bool, T *[NumRsc]float64, ds *debtScratch) {
 	// The per-project slices are resliced to np so that the loops over
 	// the projects need no bounds checks.
 	np := len(projects)
@@ -358,6 +373,78 @@ const smallProjects = 64
 
 // debtScratch is owedShares' working memory and output (owed), one entry
 // per project, zeroed.
+// owedSharesOne is owedShares when one resource alone was used (the usual
+// step: a CPU-only host, or GPUs idle), with the same arithmetic in the same
+// order, so the same results to the bit, in two passes over the projects
+// instead of seven (debts were a fifth of a simulated step with 20
+// projects). With one resource every eligible project's cap is the whole
+// of it, so water-filling caps a project only when its share is all of the
+// pool; then it reports false, with nothing written, and the general
+// code runs.
+func owedSharesOne(projects []Project, h *Host, elig []bool, t float64, r int, ds *debtScratch) bool {
+	np := len(projects)
+	e, ent, owed := elig[:np], ds.ent[:np], ds.owed[:np]
+	speed := relSpeed(h, Rsc(r))
+	x := speed * t
+	tot, n := 0.0, 0
+	for i := range np {
+		if e[i] {
+			tot += positiveShare(projects[i].Share)
+			n++
+		}
+	}
+	if n == 0 {
+		return true
+	}
+	// The pool is x and so is each cap (owedShares: capOf).
+	rem := 0.0
+	for i := range np {
+		if !e[i] {
+			continue
+		}
+		f := x / float64(n)
+		if tot > 0 {
+			f = x * positiveShare(projects[i].Share) / tot
+		}
+		if f >= x {
+			clear(ent)
+			return false
+		}
+		ent[i] = f
+		rem += f
+	}
+	// Laid onto the one resource; the eligible projects' shares add up to
+	// tot (owedShares: shares).
+	for i := range np {
+		if !e[i] {
+			continue
+		}
+		var a float64
+		switch {
+		case rem >= x && rem > 0:
+			a = x * ent[i] / rem
+		default:
+			a = ent[i]
+			if tot > 0 {
+				a += (x - rem) * positiveShare(projects[i].Share) / tot
+			} else {
+				a += (x - rem) / float64(n)
+			}
+		}
+		owed[i][r] = a / speed
+	}
+	return true
+}
+
+// positiveShare is a resource share as debts count it: 0 unless positive
+// and finite.
+func positiveShare(sh float64) float64 {
+	if sh > 0 && !math.IsInf(sh, 0) {
+		return sh
+	}
+	return 0
+}
+
 type debtScratch struct {
 	owed              [][NumRsc]float64
 	capOf, ent, share []float64
