@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,24 +47,90 @@ type usage struct {
 	ok  bool
 }
 
-// groupUsages sums CPU time and resident memory over the members of each
-// process group, in one pass over /proc. The map is keyed by group id.
-func groupUsages(procs []procRef) map[int]usage {
+// fullScanEvery is how often every process on the host is looked at to
+// find the members of the tasks' groups: the C++ client's
+// MEMORY_USAGE_PERIOD, at which it reads all of /proc (procinfo_setup).
+// In between, only the members found then are read, so a poll costs a
+// few file reads per task instead of one per process on the host (a
+// desktop with a browser has hundreds; reading them all each second was
+// most of an idle daemon's CPU).
+const fullScanEvery = 10 * time.Second
+
+// procScan remembers, between full scans, which processes make up each
+// task's process group. Poll is its only user.
+type procScan struct {
+	mu      sync.Mutex
+	members map[int][]int // process group → member pids at the last look
+	full    time.Time     // of the last full scan
+}
+
+// usages sums CPU time and resident memory over the members of each
+// process group, keyed by group id. It reads all of /proc when the last
+// full scan is fullScanEvery old, or a group is new to it; otherwise only
+// the known members (dropping those that ended or left the group). A
+// process forked since the last full scan is counted from the next one,
+// its whole CPU time at once: the sums only ever lag, as the C++
+// client's 10-second memory figures do, and CPU time is kept monotonic
+// by the caller.
+func (ps *procScan) usages(procs []procRef, now time.Time) map[int]usage {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
 	out := make(map[int]usage, len(procs))
 	if len(procs) == 0 {
+		ps.members = nil
 		return out
 	}
-	want := make(map[int]bool, len(procs))
+	full := ps.members == nil || now.Sub(ps.full) >= fullScanEvery || now.Before(ps.full)
 	for _, p := range procs {
-		want[p.pid] = true
+		if _, ok := ps.members[p.pid]; !ok {
+			full = true
+		}
 	}
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
+	if full {
+		ps.scanAll(procs, now, out)
 		return out
 	}
 	page := float64(os.Getpagesize())
+	for _, p := range procs {
+		pids := ps.members[p.pid]
+		kept := pids[:0]
+		for _, pid := range pids {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+			if err != nil {
+				continue
+			}
+			pgrp, cpu, rss, vm, ok := parseStat(b)
+			if !ok || pgrp != p.pid {
+				continue // ended, or its pid is now another's
+			}
+			kept = append(kept, pid)
+			u := out[pgrp]
+			u.cpu += cpu
+			u.rss += rss * page
+			u.vm += vm
+			u.ok = true
+			out[pgrp] = u
+		}
+		ps.members[p.pid] = kept
+	}
+	return out
+}
+
+// scanAll is the full scan: one pass over /proc.
+func (ps *procScan) scanAll(procs []procRef, now time.Time, out map[int]usage) {
+	members := make(map[int][]int, len(procs))
+	for _, p := range procs {
+		members[p.pid] = nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	ps.members, ps.full = members, now
+	page := float64(os.Getpagesize())
 	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
@@ -71,9 +138,13 @@ func groupUsages(procs []procRef) map[int]usage {
 			continue
 		}
 		pgrp, cpu, rss, vm, ok := parseStat(b)
-		if !ok || !want[pgrp] {
+		if !ok {
 			continue
 		}
+		if _, want := members[pgrp]; !want {
+			continue
+		}
+		members[pgrp] = append(members[pgrp], pid)
 		u := out[pgrp]
 		u.cpu += cpu
 		u.rss += rss * page
@@ -81,7 +152,6 @@ func groupUsages(procs []procRef) map[int]usage {
 		u.ok = true
 		out[pgrp] = u
 	}
-	return out
 }
 
 // parseStat reads pgrp, utime+stime+cutime+cstime (seconds), rss

@@ -48,7 +48,7 @@ type jobObject struct{}
 func newJob(*os.Process) (*jobObject, error) { return nil, nil }
 func closeJob(*jobObject)                    {}
 
-// procRef names a task's processes for groupUsages.
+// procRef names a task's processes for procScan.usages.
 type procRef struct {
 	pid int // process group id
 	job *jobObject

@@ -2,7 +2,10 @@
 
 package taskrunner
 
-import "syscall"
+import (
+	"syscall"
+	"time"
+)
 
 func setPdeathsig(*syscall.SysProcAttr) {}
 
@@ -16,9 +19,11 @@ type usage struct {
 	ok  bool
 }
 
-// groupUsages has no portable source outside Linux; CPU time then comes
+// procScan has no portable source outside Linux; CPU time then comes
 // from app_status (API apps) and the final rusage.
-func groupUsages([]procRef) map[int]usage { return nil }
+type procScan struct{}
+
+func (*procScan) usages([]procRef, time.Time) map[int]usage { return nil }
 
 // KillOrphan needs the process's working directory to tell an orphaned
 // task from a reused pid; without /proc it cannot, so it does nothing.

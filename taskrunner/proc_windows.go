@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -237,16 +238,20 @@ type usage struct {
 	ok  bool
 }
 
-// procRef names a task's processes for groupUsages.
+// procRef names a task's processes for procScan.usages.
 type procRef struct {
 	pid int // main process
 	job *jobObject
 }
 
-// groupUsages samples each task: CPU time from the job's accounting
-// (every process that ran in it) and the working set summed over its
-// live members; without a job, the main process alone.
-func groupUsages(procs []procRef) map[int]usage {
+// procScan samples each task through its job object: nothing is kept
+// between polls, as a job lists its own members.
+type procScan struct{}
+
+// usages samples each task: CPU time from the job's accounting (every
+// process that ran in it) and the working set summed over its live
+// members; without a job, the main process alone.
+func (*procScan) usages(procs []procRef, _ time.Time) map[int]usage {
 	out := make(map[int]usage, len(procs))
 	for _, p := range procs {
 		if u, ok := jobUsage(p.job); ok {

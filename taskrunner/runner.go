@@ -281,6 +281,8 @@ type Runner struct {
 	wg      sync.WaitGroup
 	// reap kills the tasks' process groups if the daemon dies (Unix).
 	reap *reaper
+	// procs measures the tasks' process trees for Poll.
+	procs procScan
 
 	mu       sync.Mutex
 	tasks    map[string]*task
@@ -610,7 +612,7 @@ func (r *Runner) Poll(now time.Time) []Status {
 	}
 	r.mu.Unlock()
 
-	usage := groupUsages(procs)
+	usage := r.procs.usages(procs, now)
 	for i := range disks {
 		disks[i].size, disks[i].err = diskUsage(disks[i].dir, disks[i].paths)
 	}
