@@ -47,6 +47,24 @@ type containerState struct {
 	nextLook time.Time
 	// logged is the summary last logged, so each result is logged once.
 	logged string
+	// firstStart is when the first detection started.
+	firstStart time.Time
+}
+
+// containerFirstWait bounds how long scheduler requests wait for the
+// first detection (awaitingContainers).
+const containerFirstWait = 2 * time.Minute
+
+// awaitingContainers reports whether scheduler requests should wait for
+// the first detection, still running. The C++ client finds the engine in
+// HOST_INFO::get_host_info at start (get_docker_version), before its
+// first request, so every request it sends says whether the host can run
+// container jobs; one sent without that gets no container jobs, and the
+// last request a project saw would say the host has no engine. An engine
+// that hangs holds the requests containerFirstWait at most.
+func (d *Daemon) awaitingContainers(now time.Time) bool {
+	c := &d.ctr
+	return c.detecting && !c.detected && !d.dontUseDocker() && now.Sub(c.firstStart) < containerFirstWait
 }
 
 type containerDetected struct {
@@ -144,6 +162,9 @@ func (d *Daemon) startContainerDetection(now time.Time) {
 	c := &d.ctr
 	c.detecting, c.redetect = true, false
 	c.nextLook = now.Add(containerLookPeriod)
+	if c.firstStart.IsZero() {
+		c.firstStart = now
+	}
 	det := &container.Detector{
 		Runner:  d.containerRunner(),
 		DataDir: d.opt.DataDir,

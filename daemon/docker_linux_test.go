@@ -319,3 +319,29 @@ func TestNoticeReasonIsShort(t *testing.T) {
 		t.Errorf("long reason cut to %q", got)
 	}
 }
+
+// Scheduler requests wait for the first detection, as the C++ client's
+// first request comes after get_host_info found the engine, so the first
+// request a project sees already offers the engine.
+func TestFirstRequestWaitsForContainerDetection(t *testing.T) {
+	t.Parallel()
+	srv := testsupport.StartProject(t, testproject.Config{})
+	release := filepath.Join(t.TempDir(), "release")
+	eng := newFakeEngine(t, "podman", "podman version 4.9.3",
+		"while [ ! -e '"+release+"' ]; do sleep 0.05; done; "+helloOK, "", "")
+	startDaemonIn(t, filepath.Join(t.TempDir(), "data"), projectsConfig(srv), func(o *Options) { o.Containers = eng.runner() })
+	testsupport.WaitFor(t, 20*time.Second, "the detection running", func() bool { return eng.count("podman run --rm hello-world") > 0 })
+	// Long enough for a first request, which comes at once otherwise
+	// (the other tests of this file see theirs within a second).
+	time.Sleep(2 * time.Second)
+	if n := srv.Stats().RPCs; n != 0 {
+		t.Fatalf("%d scheduler requests before the engine was known", n)
+	}
+	if err := os.WriteFile(release, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 20*time.Second, "a scheduler request", func() bool { return srv.Stats().RPCs > 0 })
+	if req := string(srv.Stats().LastRequest); !strings.Contains(req, "<docker_type>2</docker_type>") {
+		t.Errorf("the first request does not offer podman:\n%s", req)
+	}
+}

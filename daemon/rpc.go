@@ -79,6 +79,9 @@ func (d *Daemon) maybeRPC(now time.Time) {
 		// request carries and the server plans with divides by them.
 		return
 	}
+	if d.awaitingContainers(now) {
+		return
+	}
 	for _, p := range projects {
 		if len(p.SchedulerURLs) == 0 || p.SchedRPCPending == boinc.RPCNone {
 			continue
