@@ -252,27 +252,19 @@ var (
 // in the shape ACCOUNT_OUT::parse reads: the account key, or error_num
 // (with the project's error_msg when it sent one).
 func writeAccountOut(w *xw, st WebRPCStatus) {
-	if !st.Started {
+	r := AccountResultOf(st)
+	if !r.Started {
 		w.line("<account_out/>")
 		return
 	}
-	var ao accountOut
-	switch {
-	case !st.Done:
-		ao.errNum = ErrNumInProgress
-	case st.ErrorNum != 0:
-		ao.errNum = st.ErrorNum
-	default:
-		ao = parseAccountReply(st.Reply)
-	}
 	w.line("<account_out>")
-	if ao.errNum != 0 {
-		w.int("    ", "error_num", int64(ao.errNum))
-		if ao.errMsg != "" {
-			w.str("    ", "error_msg", ao.errMsg)
+	if r.ErrorNum != 0 {
+		w.int("    ", "error_num", int64(r.ErrorNum))
+		if r.ErrorMsg != "" {
+			w.str("    ", "error_msg", r.ErrorMsg)
 		}
 	} else {
-		w.str("    ", "authenticator", ao.auth)
+		w.str("    ", "authenticator", r.Authenticator)
 	}
 	w.line("</account_out>")
 }

@@ -2,7 +2,6 @@ package webui
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,100 +28,6 @@ func pageParam(r *http.Request) int {
 		return 0
 	}
 	return p
-}
-
-func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
-	v, err := s.build(r.Context(), ss.csrf, pageParam(r))
-	if err != nil {
-		s.log.Warn("web dashboard: cannot read the state", slog.Any("err", err))
-		http.Error(w, "cannot read the client state", http.StatusServiceUnavailable)
-		return
-	}
-	s.render(w, http.StatusOK, "dashboard.html", v)
-}
-
-// events is the page's live stream: one per tab. It builds the view once
-// per PollInterval and sends a section's HTML only when it differs from
-// what this stream sent last, so an idle client costs a snapshot a second
-// and no traffic. A heartbeat comment every 30 s lets the server notice a
-// closed tab behind a silent network.
-func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
-	s.mu.Lock()
-	if s.streams >= maxStreams {
-		s.mu.Unlock()
-		http.Error(w, "too many open dashboards", http.StatusServiceUnavailable)
-		return
-	}
-	s.streams++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.streams--
-		s.mu.Unlock()
-	}()
-	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	ctx := r.Context()
-	page := pageParam(r)
-	last := map[string][32]byte{}
-	tick := time.NewTicker(s.cfg.PollInterval)
-	defer tick.Stop()
-	lastWrite := time.Now()
-	for {
-		if !s.alive(ss.id) {
-			fmt.Fprint(w, "event: logout\ndata: \n\n")
-			_ = rc.Flush()
-			return
-		}
-		v, err := s.build(ctx, ss.csrf, page)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Debug("web stream: cannot read the state", slog.Any("err", err))
-		} else {
-			var b strings.Builder
-			for _, name := range sections {
-				var sec strings.Builder
-				if err := s.tmpl.ExecuteTemplate(&sec, "sec-"+name, v); err != nil {
-					s.log.Error("web section not rendered", slog.String("section", name), slog.Any("err", err))
-					continue
-				}
-				sum := sha256.Sum256([]byte(sec.String()))
-				if last[name] == sum {
-					continue
-				}
-				last[name] = sum
-				b.WriteString("event: " + name + "\n")
-				for line := range strings.SplitSeq(sec.String(), "\n") {
-					b.WriteString("data: " + line + "\n")
-				}
-				b.WriteString("\n")
-			}
-			if b.Len() == 0 && time.Since(lastWrite) > 30*time.Second {
-				b.WriteString(": ping\n\n")
-			}
-			if b.Len() > 0 {
-				_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-				if _, err := w.Write([]byte(b.String())); err != nil {
-					return
-				}
-				if err := rc.Flush(); err != nil {
-					return
-				}
-				lastWrite = time.Now()
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
 }
 
 // alive: the session still exists (not logged out, not expired).

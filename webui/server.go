@@ -24,6 +24,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -101,10 +102,18 @@ type Server struct {
 	fleet        *Fleet
 	fleetp       *fleetPoller
 	fleetProblem string
+	// bg bounds what runs past a request (attach jobs); Serve ends it
+	// and waits for them (wg).
+	bg     context.Context
+	bgStop context.CancelFunc
+	wg     sync.WaitGroup
+	seed   maphash.Seed // of the section hashes
 
 	mu       sync.Mutex
 	sessions map[string]*session
 	streams  int
+	views    map[string]*pageState  // by view id: what each page holds
+	jobs     map[string]*accountJob // by session id
 }
 
 type session struct {
@@ -146,7 +155,9 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = defaultPoll
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, remote: !IsLoopbackAddr(cfg.Addr), sessions: map[string]*session{}, readTimeout: 30 * time.Second}
+	s := &Server{cfg: cfg, log: cfg.Logger, remote: !IsLoopbackAddr(cfg.Addr), sessions: map[string]*session{}, readTimeout: 30 * time.Second,
+		views: map[string]*pageState{}, jobs: map[string]*accountJob{}, seed: maphash.MakeSeed()}
+	s.bg, s.bgStop = context.WithCancel(context.Background())
 	var tlsCfg *tls.Config
 	if cfg.TLSCert != "" || cfg.TLSKey != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -211,6 +222,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		defer s.fleetp.stop()
 	}
 	errc := make(chan error, 1)
+	defer func() { s.bgStop(); s.wg.Wait() }()
 	go func() { errc <- hs.Serve(s.ln) }()
 	select {
 	case err := <-errc:
@@ -239,6 +251,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /fleet/add", s.withSession(s.fleetAdd))
 	mux.HandleFunc("POST /fleet/remove", s.withSession(s.fleetRemove))
 	mux.HandleFunc("POST /fleet/act", s.withSession(s.fleetAct))
+	mux.HandleFunc("POST /prefs", s.withSession(s.prefs))
+	mux.HandleFunc("POST /account", s.withSession(s.account))
 	return s.guard(mux)
 }
 
@@ -369,6 +383,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		delete(s.sessions, oldest)
+		delete(s.jobs, oldest)
 	}
 	s.sessions[id] = &session{id: id, csrf: randomToken(), created: now, used: now}
 	s.mu.Unlock()
@@ -381,8 +396,10 @@ func (s *Server) dropExpiredLocked(now time.Time) {
 	for k, v := range s.sessions {
 		if now.Sub(v.used) > sessionIdle {
 			delete(s.sessions, k)
+			delete(s.jobs, k)
 		}
 	}
+	s.dropViewsLocked(now)
 }
 
 // session returns the request's live session.
@@ -441,6 +458,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ session) {
 	if c, err := r.Cookie(cookieName); err == nil {
 		s.mu.Lock()
 		delete(s.sessions, c.Value)
+		delete(s.jobs, c.Value)
 		s.mu.Unlock()
 	}
 	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.tls, SameSite: http.SameSiteStrictMode})

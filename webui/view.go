@@ -24,13 +24,42 @@ const (
 	noticesShown = 50
 )
 
-// sections are the parts of the page the stream replaces, by id.
-var sections = []string{"modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats", "fleet"}
+// sections are the parts of the page the stream replaces, by id. The
+// Preferences view is not among them: a form being edited is not
+// replaced under the user's hands.
+var sections = []string{"modes", "tasks", "projects", "account", "transfers", "notices", "log", "host", "stats", "fleet"}
+
+// sectionsFor is what a stream keeps current for a page showing tab:
+// the run modes (always on screen) and the tab's own sections. A hidden
+// tab's sections are brought up to date when the page switches to it
+// (its stream starts again), so that an open tab costs the daemon only
+// what it shows. "" is every section.
+func sectionsFor(tab string) []string {
+	switch tab {
+	case "":
+		return sections
+	case "projects":
+		return []string{"modes", "projects", "account"}
+	case "tasks", "transfers", "notices", "log", "host", "stats", "fleet":
+		return []string{"modes", tab}
+	}
+	return []string{"modes"}
+}
+
+// buildReq says what a view is built for.
+type buildReq struct {
+	csrf, session string
+	page          int
+	// need names the sections to fill; nil fills every one, and the
+	// Preferences view (the page itself).
+	need map[string]bool
+}
 
 // view is what the templates show, built from one Snapshot.
 type view struct {
-	CSRF string
-	Page int // of tasks, from 0
+	CSRF   string
+	Page   int    // of tasks, from 0
+	ViewID string // the page's id for its stream (pageState)
 
 	Modes  []modeView
 	Health []guirpc.HealthWarning
@@ -46,6 +75,9 @@ type view struct {
 	Host      hostView
 	Stats     []statView
 	Fleet     fleetView
+	Prefs     prefsView
+	Account   accountView
+	HasJob    bool
 }
 
 // statView is one project's credit history, plotted as an inline SVG
@@ -111,46 +143,71 @@ type hostView struct {
 	NCPUs                                                    int
 }
 
-// build reads the state through the Backend, as GUI RPC's read ops do.
-func (s *Server) build(ctx context.Context, csrf string, page int) (*view, error) {
-	st, err := s.cfg.Backend.Snapshot(ctx, guirpc.PartResults|guirpc.PartTransfers)
+// build reads the state through the Backend, as GUI RPC's read ops do,
+// and fills what r needs: only the parts of the state (guirpc.Parts),
+// notices and log lines that the sections shown need.
+func (s *Server) build(ctx context.Context, r buildReq) (*view, error) {
+	want := func(name string) bool { return r.need == nil || r.need[name] }
+	var parts guirpc.Parts
+	if want("tasks") || want("fleet") {
+		parts |= guirpc.PartResults // the fleet's card of this host counts tasks
+	}
+	if want("transfers") {
+		parts |= guirpc.PartTransfers
+	}
+	if r.need == nil {
+		parts |= guirpc.PartPrefsOverride
+	}
+	st, err := s.cfg.Backend.Snapshot(ctx, parts)
 	if err != nil {
 		return nil, fmt.Errorf("reading the client state: %w", err)
 	}
-	v := &view{CSRF: csrf, Page: page, Health: st.CCStatus.Health}
-	names := map[string]string{}
-	suspendedProj := map[string]bool{}
-	for i := range st.Projects {
-		p := &st.Projects[i]
-		names[p.MasterURL] = p.DisplayName()
-		suspendedProj[p.MasterURL] = p.Suspended
-	}
+	v := &view{CSRF: r.csrf, Page: r.page, Health: st.CCStatus.Health}
 	cc := st.CCStatus
 	v.Modes = []modeView{
 		modeOf("run", "Computing", cc.TaskMode, cc.TaskModePerm, cc.TaskModeDelay, cc.TaskSuspendReason),
 		modeOf("gpu", "GPU", cc.GPUMode, cc.GPUModePerm, cc.GPUModeDelay, cc.GPUSuspendReason),
 		modeOf("network", "Network", cc.NetworkMode, cc.NetworkModePerm, cc.NetworkModeDelay, cc.NetworkSuspendReason),
 	}
-
-	v.TasksTotal = len(st.Results)
-	nPages := max(1, (v.TasksTotal+pageSize-1)/pageSize)
-	v.Page = min(max(page, 0), nPages-1)
-	v.From = v.Page * pageSize
-	v.To = min(v.From+pageSize, v.TasksTotal)
-	v.PrevPage, v.NextPage = v.Page-1, v.Page+1
-	if v.NextPage >= nPages {
-		v.NextPage = -1
+	if want("tasks") {
+		names := make(map[string]string, len(st.Projects))
+		suspendedProj := make(map[string]bool, len(st.Projects))
+		for i := range st.Projects {
+			p := &st.Projects[i]
+			names[p.MasterURL] = p.DisplayName()
+			suspendedProj[p.MasterURL] = p.Suspended
+		}
+		v.TasksTotal = len(st.Results)
+		nPages := max(1, (v.TasksTotal+pageSize-1)/pageSize)
+		v.Page = min(max(r.page, 0), nPages-1)
+		v.From = v.Page * pageSize
+		v.To = min(v.From+pageSize, v.TasksTotal)
+		v.PrevPage, v.NextPage = v.Page-1, v.Page+1
+		if v.NextPage >= nPages {
+			v.NextPage = -1
+		}
+		for i := v.From; i < v.To; i++ {
+			v.Tasks = append(v.Tasks, taskOf(&st.Results[i], names, suspendedProj, &cc))
+		}
 	}
-	for i := v.From; i < v.To; i++ {
-		v.Tasks = append(v.Tasks, taskOf(&st.Results[i], names, suspendedProj, &cc))
+	if want("projects") {
+		for i := range st.Projects {
+			v.Projects = append(v.Projects, projectOf(&st.Projects[i]))
+		}
 	}
-	for i := range st.Projects {
-		v.Projects = append(v.Projects, projectOf(&st.Projects[i]))
+	if want("account") && r.session != "" {
+		v.Account, v.HasJob = s.accountStatus(r.session)
 	}
-	for _, t := range st.Transfers {
-		v.Transfers = append(v.Transfers, transferOf(t, names))
+	if want("transfers") {
+		names := make(map[string]string, len(st.Projects))
+		for i := range st.Projects {
+			names[st.Projects[i].MasterURL] = st.Projects[i].DisplayName()
+		}
+		for _, t := range st.Transfers {
+			v.Transfers = append(v.Transfers, transferOf(t, names))
+		}
 	}
-	if src, ok := s.cfg.Backend.(guirpc.NoticeSource); ok {
+	if src, ok := s.cfg.Backend.(guirpc.NoticeSource); ok && want("notices") {
 		if list, err := src.Notices(ctx); err == nil {
 			ns := list.Notices
 			for i := len(ns) - 1; i >= 0 && len(v.Notices) < noticesShown; i-- {
@@ -158,7 +215,7 @@ func (s *Server) build(ctx context.Context, csrf string, page int) (*view, error
 			}
 		}
 	}
-	if s.cfg.Log != nil {
+	if s.cfg.Log != nil && want("log") {
 		for _, m := range s.cfg.Log.Since(max(0, s.cfg.Log.LastSeqno()-logShown)) {
 			v.Log = append(v.Log, logLine{When: m.Time.Local().Format("Jan 2 15:04:05"), Project: m.Project, Body: m.Body, Alert: m.Priority > 1})
 		}
@@ -167,12 +224,24 @@ func (s *Server) build(ctx context.Context, csrf string, page int) (*view, error
 			v.Log[i], v.Log[j] = v.Log[j], v.Log[i]
 		}
 	}
-	v.Host = hostOf(st)
-	v.Fleet = s.fleetOf(st, v)
-	for i := range st.Projects {
-		if sv, ok := statsOf(&st.Projects[i]); ok {
-			v.Stats = append(v.Stats, sv)
+	if want("host") {
+		v.Host = hostOf(st)
+	}
+	if want("stats") {
+		for i := range st.Projects {
+			if sv, ok := statsOf(&st.Projects[i]); ok {
+				v.Stats = append(v.Stats, sv)
+			}
 		}
+	}
+	if want("fleet") {
+		// fleetOf keeps the other hosts' pollers going while the Fleet
+		// view is looked at (fleetPoller.watch)
+		v.Fleet = s.fleetOf(st, v)
+	}
+	if r.need == nil {
+		v.Prefs = prefsViewOf(st.Prefs, strings.TrimSpace(st.PrefsOverride) != "")
+		v.Prefs.CSRF = r.csrf
 	}
 	return v, nil
 }
@@ -544,6 +613,15 @@ func sizeOf(n float64) string {
 func parseTemplates() (*template.Template, error) {
 	funcs := template.FuncMap{
 		"add1": func(i int) int { return i + 1 },
+		"pcheck": func(p prefsView, name, label string) struct {
+			Name, Label string
+			On          bool
+		} {
+			return struct {
+				Name, Label string
+				On          bool
+			}{name, label, p.On[name]}
+		},
 		"projop": func(csrf string, p projectView, op, label, confirm string) projOp {
 			return projOp{CSRF: csrf, URL: p.URL, Name: p.Name, Op: op, Label: label, Confirm: confirm}
 		},

@@ -26,7 +26,7 @@
       else a.removeAttribute("aria-current");
     });
   }
-  window.addEventListener("hashchange", showTab);
+  window.addEventListener("hashchange", function () { showTab(); stream(); });
   showTab();
 
   function confirmFirst(text) {
@@ -43,8 +43,8 @@
     });
   }
 
-  function post(form) {
-    var body = new URLSearchParams(new FormData(form));
+  function post(form, submitter) {
+    var body = new URLSearchParams(new FormData(form, submitter));
     var csrf = body.get("csrf");
     return fetch(form.action, {
       method: "POST", body: body, credentials: "same-origin",
@@ -52,18 +52,51 @@
     }).then(function (r) {
       if (r.status === 401) { location.href = "/login"; return; }
       if (!r.ok) return r.text().then(function (t) { throw new Error(t.trim() || r.statusText); });
+      if (form.classList.contains("account")) {
+        say("Asking the project…");
+        form.querySelector("[name=password]").value = "";
+        return;
+      }
       say("Done.");
       if (form.classList.contains("attach") || form.hasAttribute("data-reset")) form.reset();
     }).catch(function (e) { say("Failed: " + e.message, true); });
   }
 
+  // The preferences form: the server answers with the view again, saved
+  // or with the faulty field marked; focus goes to that field.
+  function postPrefs(form, submitter) {
+    var body = new URLSearchParams(new FormData(form, submitter));
+    return fetch(form.action, {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { "X-Requested-With": "fetch", "X-CSRF-Token": body.get("csrf") || "" }
+    }).then(function (r) {
+      if (r.status === 401) { location.href = "/login"; return; }
+      return r.text().then(function (html) {
+        if (r.status !== 200 && r.status !== 422 && r.status !== 409) throw new Error(html.trim() || r.statusText);
+        swap("prefs", html);
+        var err = document.getElementById("prefs-error");
+        if (err) {
+          say("Not saved: " + err.textContent, true);
+          var bad = document.getElementById("p-" + err.dataset.field);
+          if (bad) bad.focus();
+        } else {
+          var ok = document.getElementById("prefs-saved");
+          say(ok ? ok.textContent : "Saved.");
+        }
+      });
+    }).catch(function (e) { say("Failed: " + e.message, true); });
+  }
+
   document.addEventListener("submit", function (ev) {
     var form = ev.target;
-    if (!form.classList || !form.classList.contains("act")) return;
+    if (!form.classList) return;
+    var prefs = form.classList.contains("prefs");
+    if (!prefs && !form.classList.contains("act") && !form.classList.contains("account")) return;
     ev.preventDefault();
-    var text = form.dataset.confirm;
+    var submitter = ev.submitter || null;
+    var text = (submitter && submitter.dataset.confirm) || form.dataset.confirm;
     (text ? confirmFirst(text) : Promise.resolve(true)).then(function (ok) {
-      if (ok) post(form);
+      if (ok) (prefs ? postPrefs : post)(form, submitter);
     });
   });
   document.addEventListener("change", function (ev) {
@@ -86,13 +119,26 @@
       if (again) again.focus();
     }
   }
-  if (window.EventSource) {
-    var es = new EventSource("/events" + location.search);
-    ["modes", "tasks", "projects", "transfers", "notices", "log", "host", "stats", "fleet"].forEach(function (name) {
+  // One stream for the view shown: it keeps the run modes and that view
+  // current, and starts again for another view when the tab changes.
+  var es = null, shown = null;
+  var view = document.body.dataset.view || "";
+  var names = ["modes", "tasks", "projects", "account", "transfers", "notices", "log", "host", "stats", "fleet"];
+  function stream() {
+    if (!window.EventSource) return;
+    var tab = (location.hash || "#tasks").slice(1);
+    if (!document.getElementById(tab) || !document.getElementById(tab).classList.contains("tab")) tab = "tasks";
+    if (es && shown === tab) return;
+    if (es) es.close();
+    shown = tab;
+    var q = "?tab=" + encodeURIComponent(tab) + "&view=" + encodeURIComponent(view) + "&page=" + encodeURIComponent(document.body.dataset.page || "0");
+    es = new EventSource("/events" + q);
+    names.forEach(function (name) {
       es.addEventListener(name, function (e) { swap(name, e.data); });
     });
     es.addEventListener("logout", function () { es.close(); location.href = "/login"; });
     es.addEventListener("open", function () { root.dataset.live = "1"; });
     es.addEventListener("error", function () { root.dataset.live = "0"; });
   }
+  stream();
 })();
