@@ -138,7 +138,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
 	ctx := r.Context()
-	req := buildReq{csrf: ss.csrf, session: ss.id, page: pageParam(r), need: need}
+	var cards cardCache
+	req := buildReq{csrf: ss.csrf, session: ss.id, page: pageParam(r), need: need, cards: &cards}
 	tick := time.NewTicker(s.cfg.PollInterval)
 	defer tick.Stop()
 	lastWrite := time.Now()

@@ -53,6 +53,9 @@ type buildReq struct {
 	// need names the sections to fill; nil fills every one, and the
 	// Preferences view (the page itself).
 	need map[string]bool
+	// cards, when not nil, is the caller's cache of task cards
+	// (renderCards), updated.
+	cards *cardCache
 }
 
 // view is what the templates show, built from one Snapshot.
@@ -65,6 +68,7 @@ type view struct {
 	Health []guirpc.HealthWarning
 
 	Tasks                []taskView
+	TaskCards            []template.HTML // Tasks rendered (renderCards)
 	TasksTotal, From, To int
 	PrevPage, NextPage   int // -1: none
 
@@ -189,6 +193,17 @@ func (s *Server) build(ctx context.Context, r buildReq) (*view, error) {
 		for i := v.From; i < v.To; i++ {
 			v.Tasks = append(v.Tasks, taskOf(&st.Results[i], names, suspendedProj, &cc))
 		}
+		var cache cardCache
+		if r.cards != nil {
+			cache = *r.cards
+		}
+		next, err := s.renderCards(v, cache)
+		if err != nil {
+			return nil, err
+		}
+		if r.cards != nil {
+			*r.cards = next
+		}
 	}
 	if want("projects") {
 		for i := range st.Projects {
@@ -244,6 +259,36 @@ func (s *Server) build(ctx context.Context, r buildReq) (*view, error) {
 		v.Prefs.CSRF = r.csrf
 	}
 	return v, nil
+}
+
+// cardCache holds task cards rendered, by what they show: an update
+// renders again only the cards that changed (the running tasks' few), so
+// that a page of 200 tasks costs a stream little more than its changes.
+type cardCache map[taskView]template.HTML
+
+// renderCards renders v's task cards, taking unchanged ones from cache
+// (nil: none), and returns the cache for the next update: this one's
+// cards, so that it holds no more than a page.
+func (s *Server) renderCards(v *view, cache cardCache) (cardCache, error) {
+	next := make(cardCache, len(v.Tasks))
+	v.TaskCards = make([]template.HTML, len(v.Tasks))
+	var b strings.Builder
+	for i, t := range v.Tasks {
+		h, ok := cache[t]
+		if !ok {
+			b.Reset()
+			if err := s.tmpl.ExecuteTemplate(&b, "task-card", struct {
+				CSRF string
+				T    taskView
+			}{v.CSRF, t}); err != nil {
+				return nil, fmt.Errorf("rendering task %s: %w", t.Name, err)
+			}
+			h = template.HTML(b.String()) // rendered, and so escaped, by html/template
+		}
+		v.TaskCards[i] = h
+		next[t] = h
+	}
+	return next, nil
 }
 
 // modeText is the Manager's words for a run mode (clientgui's Activity

@@ -54,17 +54,18 @@ func main() {
 	duration := flag.Duration("duration", 10*time.Minute, "length of each measurement window (tab closed, then tab open)")
 	settle := flag.Duration("settle", 45*time.Second, "time after the dashboard answers before measuring, so that start-up work is over and tasks run")
 	taskSecs := flag.Int("task-seconds", 300, "how long each test task runs")
+	bufDays := flag.Float64("buffer-days", 0.04, "the daemon's work buffer (work_buf_min_days plus work_buf_additional_days, half each): with 300 s tasks on 2 CPUs, 0.04 days queues about 20 tasks")
 	chromium := flag.String("chromium", "", "the browser to drive (default: chromium on PATH)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *duration, *settle, *taskSecs, *chromium); err != nil {
+	if err := run(ctx, *duration, *settle, *taskSecs, *bufDays, *chromium); err != nil {
 		fmt.Fprintln(os.Stderr, "webcost:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, duration, settle time.Duration, taskSecs int, chromium string) error {
+func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufDays float64, chromium string) error {
 	if chromium == "" {
 		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 			if p, err := exec.LookPath(name); err == nil {
@@ -111,7 +112,8 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, chro
 	if err := os.MkdirAll(ddir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	conf := fmt.Sprintf("[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n", proj.URL(), accountKey, webPort)
+	conf := fmt.Sprintf("[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n\n[prefs]\nwork_buf_min_days = %g\nwork_buf_additional_days = %g\n",
+		proj.URL(), accountKey, webPort, bufDays/2, bufDays/2)
 	if err := os.WriteFile(filepath.Join(ddir, "boincd.toml"), []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -154,7 +156,8 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, chro
 		return err
 	}
 
-	var weight pageWeight
+	var weight *pageWeight
+	var tasks, running int
 	open, err := measure(ctx, pid, duration, func(ctx context.Context, started func()) error {
 		bctx, done, err := openTab(ctx, chromium, tmp)
 		if err != nil {
@@ -167,12 +170,16 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, chro
 		}
 		// The window starts with the tab loaded and its stream open,
 		// so that it measures an open tab, not the load.
+		weight.startWindow()
 		started()
 		<-ctx.Done()
+		weight.endWindow()
 		live, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.documentElement.dataset.live || "never opened"`))
 		if err == nil && live != "1" {
 			return fmt.Errorf("the tab's live stream is %q at the end of the window", live)
 		}
+		tasks, _ = chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("li.task").length`))
+		running, _ = chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("li.task.running").length`))
 		return nil
 	})
 	if err != nil {
@@ -181,9 +188,13 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, chro
 	if st := proj.Stats(); st.RPCs == 0 {
 		return errors.New("the project saw no scheduler RPC")
 	}
+	weight.mu.Lock()
+	defer weight.mu.Unlock()
 	fmt.Printf("\nfirst load (login page, log in, dashboard, script, style sheet): %d requests, %d bytes over the wire (%d of them bodies)\n",
 		weight.requests, weight.wire, weight.bodies)
-	fmt.Printf("live stream, its first %s: %d bytes over the wire\n", streamWindow, weight.stream)
+	fmt.Printf("live stream, its first %s: %d bytes over the wire (what the page already holds is not sent again)\n", streamWindow, weight.stream)
+	fmt.Printf("live stream over the open-tab window: %d updates %v, %d bytes of section HTML; the page showed %d tasks, %d running\n",
+		weight.messages, weight.byName, weight.data, tasks, running)
 	fmt.Printf("\ndaemon over %s each, test project tasks of %d s running (CPU ticks of 1/100 s)\n\n", duration, taskSecs)
 	printTable(duration, closed, open)
 	return nil
@@ -292,11 +303,29 @@ func printTable(d time.Duration, closed, open window) {
 	fmt.Printf("(target, issue 31: within 1 tick per 20 s and 2 MB of the closed-tab figures; windows of %s)\n", d)
 }
 
-// pageWeight is what the first load cost over the wire.
+// pageWeight is what the first load cost over the wire, and what the
+// live stream sent during the measurement window.
 type pageWeight struct {
+	mu           sync.Mutex
 	requests     int
 	wire, bodies int64
 	stream       int64
+	window       bool // counting the stream's messages
+	messages     int
+	data         int64
+	byName       map[string]int
+}
+
+func (w *pageWeight) startWindow() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.window = true
+}
+
+func (w *pageWeight) endWindow() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.window = false
 }
 
 // streamWindow is how long the live stream's first bytes are counted.
@@ -327,22 +356,20 @@ func openTab(ctx context.Context, bin, tmp string) (context.Context, func(), err
 }
 
 // firstLoad logs in and waits for the dashboard and its stream, counting
-// the bytes of every request as Chromium's network domain reports them.
-func firstLoad(ctx context.Context, base, password string) (pageWeight, error) {
+// the bytes of every request as Chromium's network domain reports them;
+// it goes on counting the stream's messages until ctx ends.
+func firstLoad(ctx context.Context, base, password string) (*pageWeight, error) {
+	w := &pageWeight{byName: map[string]int{}}
 	var (
-		mu       sync.Mutex
-		w        pageWeight
 		streamID network.RequestID
 		counting = true
 	)
-	lctx, stop := context.WithCancel(ctx)
-	defer stop()
-	err := chromedp.Listen(lctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
+	err := chromedp.Listen(ctx, func(ev any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
-			if strings.HasSuffix(e.Request.URL, "/events") || strings.Contains(e.Request.URL, "/events?") {
+			if strings.Contains(e.Request.URL, "/events") {
 				streamID = e.RequestID
 			}
 		case *network.EventDataReceived:
@@ -356,10 +383,16 @@ func firstLoad(ctx context.Context, base, password string) (pageWeight, error) {
 				w.requests++
 				w.wire += int64(e.EncodedDataLength)
 			}
+		case *network.EventEventSourceMessageReceived:
+			if w.window {
+				w.messages++
+				w.data += int64(len(e.Data))
+				w.byName[e.EventName]++
+			}
 		}
 	})
 	if err != nil {
-		return w, err
+		return nil, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -370,19 +403,17 @@ func firstLoad(ctx context.Context, base, password string) (pageWeight, error) {
 		chromedp.Submit(chromedp.CSS(`#password`)),
 		chromedp.WaitVisible(chromedp.CSS(`#tasks`)),
 	); err != nil {
-		return w, fmt.Errorf("logging in to the dashboard: %w", err)
+		return nil, fmt.Errorf("logging in to the dashboard: %w", err)
 	}
 	if _, err := chromedp.Run(tctx, chromedp.Poll[bool](`document.documentElement.dataset.live === "1"`, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
-		return w, fmt.Errorf("waiting for the live stream: %w", err)
+		return nil, fmt.Errorf("waiting for the live stream: %w", err)
 	}
-	mu.Lock()
+	w.mu.Lock()
 	counting = false
-	mu.Unlock()
+	w.mu.Unlock()
 	if err := sleep(ctx, streamWindow); err != nil {
-		return w, err
+		return nil, err
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	return w, nil
 }
 

@@ -1,0 +1,119 @@
+package webui
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boincd/boincd/guirpc"
+)
+
+// openStream opens /events with query q and returns the names of the
+// events it sends.
+func openStream(t *testing.T, c *http.Client, base, q string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", base+"/events"+q, nil)
+	r, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Body.Close() })
+	events := make(chan string, 100)
+	go func() {
+		defer close(events)
+		buf := make([]byte, 64<<10)
+		var acc string
+		for {
+			n, err := r.Body.Read(buf)
+			acc += string(buf[:n])
+			for {
+				i := strings.Index(acc, "\n\n")
+				if i < 0 {
+					break
+				}
+				ev := acc[:i]
+				acc = acc[i+2:]
+				if name, ok := strings.CutPrefix(ev, "event: "); ok {
+					name, _, _ = strings.Cut(name, "\n")
+					events <- name
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return events
+}
+
+var viewRE = regexp.MustCompile(`data-view="([0-9a-f]+)"`)
+
+// TestStreamStartsFromThePage: a page's stream sends nothing the page
+// already holds, keeps only the view shown current, and a switch of view
+// sends the new view's sections only when they changed since the page
+// was rendered.
+func TestStreamStartsFromThePage(t *testing.T) {
+	fb := &fakeBackend{st: testState()}
+	_, base := startServer(t, fb)
+	c := newClient(t)
+	login(t, c, base, "sekrit")
+	r, err := c.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := viewRE.FindStringSubmatch(body(t, r))
+	if m == nil {
+		t.Fatal("no view id in the page")
+	}
+	quiet := func(events <-chan string, what string) {
+		t.Helper()
+		select {
+		case e := <-events:
+			t.Fatalf("%s: section %s sent, nothing changed", what, e)
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	expect := func(events <-chan string, want string) {
+		t.Helper()
+		select {
+		case e := <-events:
+			if e != want {
+				t.Fatalf("sent %s, want %s", e, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s not sent", want)
+		}
+	}
+	tasks := openStream(t, c, base, "?tab=tasks&view="+m[1])
+	quiet(tasks, "the Tasks view's stream of a fresh page")
+
+	// A change to the projects (hidden) is not sent to the Tasks view;
+	// a change to a task is.
+	fb.mu.Lock()
+	fb.st.Projects = append([]guirpc.ProjectInfo(nil), fb.st.Projects...)
+	fb.st.Projects[0].UserName = "someone else"
+	fb.mu.Unlock()
+	quiet(tasks, "a hidden view changed")
+	fb.mu.Lock()
+	rs := append([]guirpc.ResultInfo(nil), fb.st.Results...)
+	a := *rs[0].Active
+	a.FractionDone = 0.75
+	rs[0].Active = &a
+	fb.st.Results = rs
+	fb.mu.Unlock()
+	expect(tasks, "tasks")
+
+	// The page switches to Projects: its stream sends the projects,
+	// which changed since the page was rendered, and nothing else.
+	projects := openStream(t, c, base, "?tab=projects&view="+m[1])
+	expect(projects, "projects")
+	quiet(projects, "after the switch")
+	// Host did not change: switching to it sends nothing.
+	host := openStream(t, c, base, "?tab=host&view="+m[1])
+	quiet(host, "switching to an unchanged view")
+}
