@@ -112,7 +112,7 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufD
 	if err := os.MkdirAll(ddir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	conf := fmt.Sprintf("[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n\n[prefs]\nwork_buf_min_days = %g\nwork_buf_additional_days = %g\n",
+	conf := fmt.Sprintf("[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n\n[prefs]\nwork_buf_min_days = %g\nwork_buf_additional_days = %g\nsuspend_cpu_usage = 0\n",
 		proj.URL(), accountKey, webPort, bufDays/2, bufDays/2)
 	if err := os.WriteFile(filepath.Join(ddir, "boincd.toml"), []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -156,14 +156,16 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufD
 		return err
 	}
 
+	// The browser outlives the window, so that the page can be asked
+	// how it stands at its end.
+	bctx, closeTab, err := openTab(ctx, chromium, tmp)
+	if err != nil {
+		return err
+	}
+	defer closeTab()
 	var weight *pageWeight
 	var tasks, running int
-	open, err := measure(ctx, pid, duration, func(ctx context.Context, started func()) error {
-		bctx, done, err := openTab(ctx, chromium, tmp)
-		if err != nil {
-			return err
-		}
-		defer done()
+	open, err := measure(ctx, pid, duration, func(wctx context.Context, started func()) error {
 		weight, err = firstLoad(bctx, fmt.Sprintf("http://127.0.0.1:%d/", webPort), password)
 		if err != nil {
 			return err
@@ -172,11 +174,14 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufD
 		// so that it measures an open tab, not the load.
 		weight.startWindow()
 		started()
-		<-ctx.Done()
+		<-wctx.Done()
 		weight.endWindow()
 		live, err := chromedp.Run(bctx, chromedp.Evaluate[string](`document.documentElement.dataset.live || "never opened"`))
 		if err == nil && live != "1" {
 			return fmt.Errorf("the tab's live stream is %q at the end of the window", live)
+		}
+		if err != nil {
+			return fmt.Errorf("asking the page: %w", err)
 		}
 		tasks, _ = chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("li.task").length`))
 		running, _ = chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("li.task.running").length`))

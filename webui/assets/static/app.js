@@ -140,5 +140,14 @@
     es.addEventListener("open", function () { root.dataset.live = "1"; });
     es.addEventListener("error", function () { root.dataset.live = "0"; });
   }
+  // A tab in the background costs the daemon nothing: its stream closes
+  // and starts again (sending only what changed) when it is shown.
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) {
+      if (es) { es.close(); es = null; }
+    } else {
+      stream();
+    }
+  });
   stream();
 })();
