@@ -53,13 +53,14 @@ const accountKey = "webcost-account-key"
 func main() {
 	duration := flag.Duration("duration", 10*time.Minute, "length of each measurement window (tab closed, then tab open)")
 	settle := flag.Duration("settle", 45*time.Second, "time after the dashboard answers before measuring, so that start-up work is over and tasks run")
-	taskSecs := flag.Int("task-seconds", 300, "how long each test task runs")
-	bufDays := flag.Float64("buffer-days", 0.04, "the daemon's work buffer (work_buf_min_days plus work_buf_additional_days, half each): with 300 s tasks on 2 CPUs, 0.04 days queues about 20 tasks")
+	taskSecs := flag.Int("task-seconds", 3600, "how long each test task runs: longer than the run, so that both windows see the same tasks running (a task's end and the next one's start are the daemon's busiest moments)")
+	queue := flag.Int("queue", 20, "about how many tasks the daemon keeps (its work buffer is sized for them)")
 	chromium := flag.String("chromium", "", "the browser to drive (default: chromium on PATH)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *duration, *settle, *taskSecs, *bufDays, *chromium); err != nil {
+	bufDays := float64(*queue) * float64(*taskSecs) / float64(runtime.NumCPU()) / 86400
+	if err := run(ctx, *duration, *settle, *taskSecs, bufDays, *chromium); err != nil {
 		fmt.Fprintln(os.Stderr, "webcost:", err)
 		os.Exit(1)
 	}
@@ -112,7 +113,7 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufD
 	if err := os.MkdirAll(ddir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	conf := fmt.Sprintf("[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n\n[prefs]\nwork_buf_min_days = %g\nwork_buf_additional_days = %g\nsuspend_cpu_usage = 0\n",
+	conf := fmt.Sprintf("allow_root_apps = true # the benchmark may run as root\n\n[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n\n[prefs]\nwork_buf_min_days = %g\nwork_buf_additional_days = %g\nsuspend_cpu_usage = 0\n",
 		proj.URL(), accountKey, webPort, bufDays/2, bufDays/2)
 	if err := os.WriteFile(filepath.Join(ddir, "boincd.toml"), []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -185,6 +186,12 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufD
 		}
 		tasks, _ = chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("li.task").length`))
 		running, _ = chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("li.task.running").length`))
+		if os.Getenv("WEBCOST_DEBUG") != "" {
+			txt, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.querySelector("main").innerText.slice(0, 3000)`))
+			fmt.Println(txt)
+			b, _ := os.ReadFile(logf.Name())
+			fmt.Println(string(b[max(0, len(b)-8000):]))
+		}
 		return nil
 	})
 	if err != nil {
@@ -367,7 +374,8 @@ func firstLoad(ctx context.Context, base, password string) (*pageWeight, error) 
 	w := &pageWeight{byName: map[string]int{}}
 	var (
 		streamID network.RequestID
-		counting = true
+		counting = true // the first load's requests
+		first    = true // the stream's first seconds
 	)
 	err := chromedp.Listen(ctx, func(ev any) {
 		w.mu.Lock()
@@ -379,7 +387,9 @@ func firstLoad(ctx context.Context, base, password string) (*pageWeight, error) 
 			}
 		case *network.EventDataReceived:
 			if e.RequestID == streamID {
-				w.stream += e.EncodedDataLength
+				if first {
+					w.stream += e.EncodedDataLength
+				}
 			} else if counting {
 				w.bodies += e.DataLength
 			}
@@ -419,6 +429,9 @@ func firstLoad(ctx context.Context, base, password string) (*pageWeight, error) 
 	if err := sleep(ctx, streamWindow); err != nil {
 		return nil, err
 	}
+	w.mu.Lock()
+	first = false
+	w.mu.Unlock()
 	return w, nil
 }
 
