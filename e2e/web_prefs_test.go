@@ -77,6 +77,7 @@ func TestWebPrefsAndEmailAttach(t *testing.T) {
 	d.waitFor("the daemon applying 50 % of the CPUs", 20*time.Second, func(l logLine) bool {
 		return l.Msg == "preferences changed" && l.num("max_ncpus_pct") == 50 && l.num("work_buf_min_days") == 2
 	})
+	eval[bool](t, ctx, `(document.getElementById("prefs").scrollIntoView(), true)`)
 	shot(t, ctx, "prefs")
 	run(t, ctx, "reload", 20*time.Second, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#p-max_ncpus_pct`)))
 	if v := eval[string](t, ctx, `document.getElementById("p-max_ncpus_pct").value`); v != "50" {
@@ -119,6 +120,7 @@ func TestWebPrefsAndEmailAttach(t *testing.T) {
 	c.until("the project attached by email", 30*time.Second, func(out string) bool {
 		return strings.Contains(out, "master URL: "+other.URL())
 	}, "--get_project_status")
+	eval[bool](t, ctx, `(document.getElementById("account-form").scrollIntoView(), true)`)
 	shot(t, ctx, "attach-email")
 	if loc := eval[string](t, ctx, `location.href`); strings.Contains(loc, "horse") || strings.Contains(loc, "volunteer") {
 		t.Errorf("the URL %q carries the account", loc)
