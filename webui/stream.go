@@ -2,10 +2,13 @@ package webui
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"html/template"
 	"hash/maphash"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -31,6 +34,9 @@ type pageState struct {
 	last    map[string]uint64
 	gen     uint64 // the stream that owns it; an older one stops
 	used    time.Time
+	// tasks is the page's task list as last rendered or patched (nil:
+	// not known; the tasks section is then sent whole).
+	tasks *taskList
 }
 
 func (s *Server) dropViewsLocked(now time.Time) {
@@ -75,6 +81,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request, ss session) {
 			ps.last[name] = h
 		}
 	}
+	ps.tasks = s.taskListOf(v)
 	v.ViewID = randomToken()[:2*viewIDLen]
 	s.mu.Lock()
 	s.dropViewsLocked(time.Now())
@@ -139,7 +146,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
 	_ = rc.Flush()
 	ctx := r.Context()
 	var cards cardCache
-	req := buildReq{csrf: ss.csrf, session: ss.id, page: pageParam(r), need: need, cards: &cards}
+	req := buildReq{csrf: ss.csrf, session: ss.id, page: pageParam(r), need: need, noCards: true}
 	tick := time.NewTicker(s.cfg.PollInterval)
 	defer tick.Stop()
 	lastWrite := time.Now()
@@ -160,9 +167,42 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
 		} else {
 			out.Reset()
 			var sent []int
+			var tasksNow *taskList
+			patched := false
 			for i, name := range names {
+				if name == "tasks" {
+					s.mu.Lock()
+					prev, owner := ps.tasks, ps.gen == gen
+					s.mu.Unlock()
+					if !owner {
+						return
+					}
+					tasksNow = s.taskListOf(v)
+					if prev != nil && prev.frame == tasksNow.frame {
+						// The same tasks in the same places: only what
+						// changed in them goes.
+						n := out.Len()
+						if err := s.taskPatch(&out, v, prev, cards); err != nil {
+							s.log.Error("web task cards not rendered", slog.Any("err", err))
+							out.Truncate(n)
+							tasksNow = nil
+						}
+						patched = out.Len() > n
+						continue
+					}
+					next, err := s.renderCards(v, cards)
+					if err != nil {
+						s.log.Error("web task cards not rendered", slog.Any("err", err))
+						tasksNow = nil
+						continue
+					}
+					cards = next
+				}
 				sum, ok := s.hashOf(&sec, name, v)
 				if !ok {
+					if name == "tasks" {
+						tasksNow = nil
+					}
 					continue
 				}
 				s.mu.Lock()
@@ -201,7 +241,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
 					for _, i := range sent {
 						ps.last[names[i]] = sums[i]
 					}
+					if patched {
+						// The page's list is no longer any full render's.
+						delete(ps.last, "tasks")
+					}
 					ps.used = lastWrite
+				}
+				s.mu.Unlock()
+			}
+			if tasksNow != nil {
+				// Sent, patched, or the page held it already.
+				s.mu.Lock()
+				if ps.gen == gen {
+					ps.tasks = tasksNow
 				}
 				s.mu.Unlock()
 			}
@@ -212,4 +264,79 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
 		case <-tick.C:
 		}
 	}
+}
+
+// taskList is what a page's task list shows: its frame (which page of
+// tasks; which tasks, in what order) and each task's card content, so
+// that a stream sends the page only what changed in it.
+type taskList struct {
+	frame uint64
+	shown map[string]taskView // by taskView.Key
+}
+
+func (s *Server) taskListOf(v *view) *taskList {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	fmt.Fprintf(&h, "%d %d %d %d %d\x00", v.From, v.To, v.TasksTotal, v.PrevPage, v.NextPage)
+	tl := &taskList{shown: make(map[string]taskView, len(v.Tasks))}
+	for _, t := range v.Tasks {
+		h.WriteString(t.Key)
+		h.WriteByte(0)
+		tl.shown[t.Key] = t
+	}
+	tl.frame = h.Sum64()
+	return tl
+}
+
+// progressOnly reports whether a and b differ in their progress and times
+// alone: what changes each second of a running task.
+func progressOnly(a, b taskView) bool {
+	a.Fraction, a.Percent, a.Elapsed, a.Remaining = b.Fraction, b.Percent, b.Elapsed, b.Remaining
+	return a == b
+}
+
+// taskPatch writes the events that bring a page showing prev to v's tasks,
+// in the same frame: "progress", the running tasks' new progress and
+// times as JSON ([key, fraction, percent, elapsed, remaining] each, set
+// as text by the page: no markup), and "cards", the cards that changed
+// otherwise, rendered (and escaped) by the template. A second of a
+// running queue costs a few short strings, not the whole list again.
+func (s *Server) taskPatch(out *bytes.Buffer, v *view, prev *taskList, cache cardCache) error {
+	var prog [][5]any
+	var cards []template.HTML
+	for _, t := range v.Tasks {
+		old, ok := prev.shown[t.Key]
+		switch {
+		case ok && old == t:
+		case ok && progressOnly(old, t):
+			prog = append(prog, [5]any{t.Key, t.Fraction, t.Percent, t.Elapsed, t.Remaining})
+		default:
+			h, err := s.renderCard(v.CSRF, t, cache)
+			if err != nil {
+				return err
+			}
+			cards = append(cards, h)
+		}
+	}
+	if len(prog) > 0 {
+		b, err := json.Marshal(prog)
+		if err != nil {
+			return err
+		}
+		out.WriteString("event: progress\ndata: ")
+		out.Write(b) // JSON escapes every line break
+		out.WriteString("\n\n")
+	}
+	if len(cards) > 0 {
+		out.WriteString("event: cards\n")
+		for _, c := range cards {
+			for line := range strings.SplitSeq(string(c), "\n") {
+				out.WriteString("data: ")
+				out.WriteString(line)
+				out.WriteByte('\n')
+			}
+		}
+		out.WriteByte('\n')
+	}
+	return nil
 }

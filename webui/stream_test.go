@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boincd/boincd/boinc"
 	"github.com/boincd/boincd/guirpc"
 )
 
@@ -106,7 +107,27 @@ func TestStreamStartsFromThePage(t *testing.T) {
 	rs[0].Active = &a
 	fb.st.Results = rs
 	fb.mu.Unlock()
+	// Progress alone: the task's new figures, not the list again.
+	expect(tasks, "progress")
+	quiet(tasks, "after the progress")
+	// The task stops running: its card changes otherwise, and goes alone.
+	fb.mu.Lock()
+	rs = append([]guirpc.ResultInfo(nil), fb.st.Results...)
+	a = *rs[0].Active
+	a.ActiveState, a.SchedulerState = 9, 1
+	rs[0].Active = &a
+	fb.st.Results = rs
+	fb.mu.Unlock()
+	expect(tasks, "cards")
+	quiet(tasks, "after the card")
+	// A new task changes the list: it goes whole.
+	fb.mu.Lock()
+	rs = append([]guirpc.ResultInfo(nil), fb.st.Results...)
+	rs = append(rs, guirpc.ResultInfo{Result: boinc.Result{ProjectURL: "http://p.example/", Name: "task_2", Phase: boinc.PhaseComputing}})
+	fb.st.Results = rs
+	fb.mu.Unlock()
 	expect(tasks, "tasks")
+	quiet(tasks, "after the list")
 
 	// The page switches to Projects: its stream sends the projects,
 	// which changed since the page was rendered, and nothing else.

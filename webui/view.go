@@ -53,9 +53,9 @@ type buildReq struct {
 	// need names the sections to fill; nil fills every one, and the
 	// Preferences view (the page itself).
 	need map[string]bool
-	// cards, when not nil, is the caller's cache of task cards
-	// (renderCards), updated.
-	cards *cardCache
+	// noCards leaves the task cards unrendered (view.TaskCards nil):
+	// the stream renders only those it sends (taskPatch).
+	noCards bool
 }
 
 // view is what the templates show, built from one Snapshot.
@@ -193,16 +193,10 @@ func (s *Server) build(ctx context.Context, r buildReq) (*view, error) {
 		for i := v.From; i < v.To; i++ {
 			v.Tasks = append(v.Tasks, taskOf(&st.Results[i], names, suspendedProj, &cc))
 		}
-		var cache cardCache
-		if r.cards != nil {
-			cache = *r.cards
-		}
-		next, err := s.renderCards(v, cache)
-		if err != nil {
-			return nil, err
-		}
-		if r.cards != nil {
-			*r.cards = next
+		if !r.noCards {
+			if _, err := s.renderCards(v, nil); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if want("projects") {
@@ -272,23 +266,30 @@ type cardCache map[taskView]template.HTML
 func (s *Server) renderCards(v *view, cache cardCache) (cardCache, error) {
 	next := make(cardCache, len(v.Tasks))
 	v.TaskCards = make([]template.HTML, len(v.Tasks))
-	var b strings.Builder
 	for i, t := range v.Tasks {
-		h, ok := cache[t]
-		if !ok {
-			b.Reset()
-			if err := s.tmpl.ExecuteTemplate(&b, "task-card", struct {
-				CSRF string
-				T    taskView
-			}{v.CSRF, t}); err != nil {
-				return nil, fmt.Errorf("rendering task %s: %w", t.Name, err)
-			}
-			h = template.HTML(b.String()) // rendered, and so escaped, by html/template
+		h, err := s.renderCard(v.CSRF, t, cache)
+		if err != nil {
+			return nil, err
 		}
 		v.TaskCards[i] = h
 		next[t] = h
 	}
 	return next, nil
+}
+
+// renderCard is one task's card, from cache when it holds the card.
+func (s *Server) renderCard(csrf string, t taskView, cache cardCache) (template.HTML, error) {
+	if h, ok := cache[t]; ok {
+		return h, nil
+	}
+	var b strings.Builder
+	if err := s.tmpl.ExecuteTemplate(&b, "task-card", struct {
+		CSRF string
+		T    taskView
+	}{csrf, t}); err != nil {
+		return "", fmt.Errorf("rendering task %s: %w", t.Name, err)
+	}
+	return template.HTML(b.String()), nil // rendered, and so escaped, by html/template
 }
 
 // modeText is the Manager's words for a run mode (clientgui's Activity

@@ -313,8 +313,8 @@ func TestStreamPushesOnlyChanges(t *testing.T) {
 		if !ok {
 			t.Fatal("the stream ended before the change was pushed")
 		}
-		if e != "tasks" {
-			t.Fatalf("after a task's progress changed the stream sent %s, want tasks", e)
+		if e != "progress" {
+			t.Fatalf("after a task's progress changed the stream sent %s, want progress", e)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the progress change was not pushed")

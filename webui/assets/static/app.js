@@ -119,6 +119,40 @@
       if (again) again.focus();
     }
   }
+  // A task list in the same frame changes card by card: "progress" sets
+  // the running tasks' progress and times (as text), "cards" replaces the
+  // cards that changed otherwise, keeping the focus as swap does.
+  function taskCard(key) {
+    return document.querySelector('[data-sec="tasks"] [data-key="' + CSS.escape(key) + '"]');
+  }
+  function progress(data) {
+    JSON.parse(data).forEach(function (p) {
+      var card = taskCard(p[0]);
+      if (!card) return;
+      var bar = card.querySelector("progress");
+      if (bar) { bar.value = p[1]; bar.textContent = p[2]; }
+      [[".pct", p[2]], [".elapsed", p[3]], [".remaining", p[4]]].forEach(function (f) {
+        var el = card.querySelector(f[0]);
+        if (el) el.textContent = f[1];
+      });
+    });
+  }
+  function cards(html) {
+    var t = document.createElement("template");
+    t.innerHTML = html;
+    var active = document.activeElement;
+    var key = active ? active.getAttribute("data-k") : null;
+    Array.prototype.slice.call(t.content.children).forEach(function (li) {
+      var old = taskCard(li.getAttribute("data-key") || "");
+      if (!old) return;
+      var had = key && old.contains(active);
+      old.replaceWith(li);
+      if (had) {
+        var again = li.querySelector('[data-k="' + CSS.escape(key) + '"]');
+        if (again) again.focus();
+      }
+    });
+  }
   // One stream for the view shown: it keeps the run modes and that view
   // current, and starts again for another view when the tab changes.
   var es = null, shown = null;
@@ -136,6 +170,8 @@
     names.forEach(function (name) {
       es.addEventListener(name, function (e) { swap(name, e.data); });
     });
+    es.addEventListener("progress", function (e) { progress(e.data); });
+    es.addEventListener("cards", function (e) { cards(e.data); });
     es.addEventListener("logout", function () { es.close(); location.href = "/login"; });
     es.addEventListener("open", function () { root.dataset.live = "1"; });
     es.addEventListener("error", function () { root.dataset.live = "0"; });
