@@ -57,17 +57,22 @@ func main() {
 	taskSecs := flag.Int("task-seconds", 3600, "how long each test task runs: longer than the run, so that both windows see the same tasks running (a task's end and the next one's start are the daemon's busiest moments)")
 	queue := flag.Int("queue", 20, "about how many tasks the daemon keeps (its work buffer is sized for them)")
 	chromium := flag.String("chromium", "", "the browser to drive (default: chromium on PATH)")
+	runAs := flag.String("user", "boinc", "user the daemon runs as when started by root, as the packaged service does (boincd refuses to run science apps as root)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	bufDays := float64(*queue) * float64(*taskSecs) / float64(runtime.NumCPU()) / 86400
-	if err := run(ctx, *duration, *settle, *taskSecs, bufDays, *chromium); err != nil {
+	if err := run(ctx, *duration, *settle, *taskSecs, bufDays, *chromium, *runAs); err != nil {
 		fmt.Fprintln(os.Stderr, "webcost:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufDays float64, chromium string) error {
+func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufDays float64, chromium, runAs string) error {
+	acct, err := clientproc.RunAs(runAs)
+	if err != nil {
+		return err
+	}
 	if chromium == "" {
 		for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 			if p, err := exec.LookPath(name); err == nil {
@@ -114,7 +119,7 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufD
 	if err := os.MkdirAll(ddir, 0o755); err != nil {
 		return fmt.Errorf("data dir: %w", err)
 	}
-	conf := fmt.Sprintf("allow_root_apps = true # the benchmark may run as root\n\n[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n\n[prefs]\nwork_buf_min_days = %g\nwork_buf_additional_days = %g\nsuspend_cpu_usage = 0\n",
+	conf := fmt.Sprintf("[[project]]\nurl = %q\nauthenticator = %q\n\n[web]\nlisten = \"127.0.0.1:%d\"\n\n[prefs]\nwork_buf_min_days = %g\nwork_buf_additional_days = %g\nsuspend_cpu_usage = 0\n",
 		proj.URL(), accountKey, webPort, bufDays/2, bufDays/2)
 	if err := os.WriteFile(filepath.Join(ddir, "boincd.toml"), []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("config: %w", err)
@@ -128,6 +133,12 @@ func run(ctx context.Context, duration, settle time.Duration, taskSecs int, bufD
 	cmd.Dir = ddir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if acct != nil {
+		if err := acct.Own(ddir); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+		cmd.SysProcAttr.Credential = acct.Credential()
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("boincd: %w", err)
 	}
