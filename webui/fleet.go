@@ -89,7 +89,7 @@ func (s *Server) fleetRemove(w http.ResponseWriter, r *http.Request, _ session) 
 }
 
 // fleetAct carries out a task, project or mode action on one host.
-func (s *Server) fleetAct(w http.ResponseWriter, r *http.Request, _ session) {
+func (s *Server) fleetAct(w http.ResponseWriter, r *http.Request, ss session) {
 	kind := r.PostForm.Get("kind")
 	acts, err := actions(r.PostForm.Get)
 	if err == nil && !fleetActionOK(kind) {
@@ -137,6 +137,7 @@ func (s *Server) fleetAct(w http.ResponseWriter, r *http.Request, _ session) {
 		return
 	}
 	s.log.Info("web fleet action", attrs...)
+	s.kick(ss.id)
 	fleetDone(w, r)
 }
 

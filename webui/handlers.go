@@ -140,7 +140,7 @@ func canonicalURL(u string) string {
 
 // act carries out a posted action through the Backend. Script posts get
 // 204 or the error's text; a plain form post is sent back to the page.
-func (s *Server) act(w http.ResponseWriter, r *http.Request, _ session) {
+func (s *Server) act(w http.ResponseWriter, r *http.Request, ss session) {
 	acts, err := actions(r.PostForm.Get)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), actionTimeout)
@@ -162,6 +162,7 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, _ session) {
 		return
 	}
 	s.log.Info("web action", slog.String("kind", r.PostForm.Get("kind")), slog.String("op", r.PostForm.Get("op")), slog.String("url", r.PostForm.Get("url")))
+	s.kick(ss.id)
 	if fetch {
 		w.WriteHeader(http.StatusNoContent)
 		return

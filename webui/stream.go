@@ -20,6 +20,10 @@ import (
 // tab (which starts the stream again for the new tab) sends again what
 // the page already has.
 
+// kickAgain is how soon a stream looks again after an action woke it
+// (the next look after that comes at the usual interval).
+const kickAgain = 300 * time.Millisecond
+
 // Bounds of the pages remembered.
 const (
 	maxViews  = 4 * maxStreams
@@ -149,6 +153,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
 	req := buildReq{csrf: ss.csrf, session: ss.id, page: pageParam(r), need: need, noCards: true}
 	tick := time.NewTicker(s.cfg.PollInterval)
 	defer tick.Stop()
+	kicked, unkick := s.kickable(ss.id)
+	defer unkick()
+	again := time.NewTimer(time.Hour)
+	again.Stop()
+	defer again.Stop()
 	lastWrite := time.Now()
 	var sec, out bytes.Buffer
 	sums := make([]uint64, len(names))
@@ -262,6 +271,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, ss session) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-kicked:
+			// An action: look now, and again a moment later, as the
+			// daemon may not have acted on it yet.
+			again.Reset(kickAgain)
+		case <-again.C:
 		}
 	}
 }

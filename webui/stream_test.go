@@ -3,6 +3,7 @@ package webui
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -113,9 +114,9 @@ func TestStreamStartsFromThePage(t *testing.T) {
 	// The task stops running: its card changes otherwise, and goes alone.
 	fb.mu.Lock()
 	rs = append([]guirpc.ResultInfo(nil), fb.st.Results...)
-	a = *rs[0].Active
-	a.ActiveState, a.SchedulerState = 9, 1
-	rs[0].Active = &a
+	stopped := *rs[0].Active
+	stopped.ActiveState, stopped.SchedulerState = 9, 1
+	rs[0].Active = &stopped
 	fb.st.Results = rs
 	fb.mu.Unlock()
 	expect(tasks, "cards")
@@ -137,4 +138,70 @@ func TestStreamStartsFromThePage(t *testing.T) {
 	// Host did not change: switching to it sends nothing.
 	host := openStream(t, c, base, "?tab=host&view="+m[1])
 	quiet(host, "switching to an unchanged view")
+}
+
+// suspendingBackend carries out a task suspension in its state, as the
+// daemon would.
+type suspendingBackend struct{ *fakeBackend }
+
+func (b suspendingBackend) Do(ctx context.Context, a guirpc.Action) error {
+	if op, ok := a.(guirpc.ResultOp); ok && op.Op == "suspend" {
+		b.mu.Lock()
+		rs := append([]guirpc.ResultInfo(nil), b.st.Results...)
+		for i := range rs {
+			if rs[i].Name == op.Name && rs[i].Active != nil {
+				at := *rs[i].Active
+				at.ActiveState, at.SchedulerState = 9, 1
+				rs[i].Active = &at
+			}
+		}
+		b.st.Results = rs
+		b.mu.Unlock()
+	}
+	return b.fakeBackend.Do(ctx, a)
+}
+
+// TestActionWakesStream: the page's action shows at once, not at the
+// stream's next look (which here would come in an hour).
+func TestActionWakesStream(t *testing.T) {
+	fb := &fakeBackend{st: testState()}
+	s, err := Listen(Config{Addr: "127.0.0.1:0", Password: "sekrit", Backend: suspendingBackend{fb}, PollInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	base := strings.TrimSuffix(s.URL(), "/")
+	c := newClient(t)
+	login(t, c, base, "sekrit")
+	r, err := c.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := body(t, r)
+	view, csrf := viewRE.FindStringSubmatch(page), csrfRE.FindStringSubmatch(page)
+	if view == nil || csrf == nil {
+		t.Fatal("no view id or CSRF token in the page")
+	}
+	events := openStream(t, c, base, "?tab=tasks&view="+view[1])
+	time.Sleep(200 * time.Millisecond) // the stream's first look: nothing to send
+	form := url.Values{"kind": {"task"}, "op": {"suspend"}, "url": {"http://p.example/"}, "name": {"task_1"}, "csrf": {csrf[1]}}
+	req, _ := http.NewRequest("POST", base+"/act", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Requested-With", "fetch")
+	r, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body(t, r)
+	select {
+	case e := <-events:
+		if e != "cards" {
+			t.Fatalf("after the suspension the stream sent %s, want cards", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the suspension was not pushed: the action did not wake the stream")
+	}
 }
