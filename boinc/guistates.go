@@ -55,6 +55,61 @@ func (s ResultState) String() string {
 	return "state " + strconv.Itoa(int(s))
 }
 
+// WireState is the RESULT_* state a GUI is shown for a result in phase p
+// (the C++ client's RESULT::state for the same point of its life). A
+// reported or acknowledged result has no state of its own here: ok is
+// false, and the caller gives the state it was reported with.
+func (p Phase) WireState() (s ResultState, ok bool) {
+	switch p {
+	case PhaseNew:
+		return ResultNew, true
+	case PhaseDownloading, PhaseDownloadFailed:
+		return ResultFilesDownloading, true
+	case PhaseDownloaded, PhaseComputing:
+		return ResultFilesDownloaded, true
+	case PhaseComputeError:
+		return ResultComputeError, true
+	case PhaseUploading:
+		return ResultFilesUploading, true
+	case PhaseUploaded:
+		return ResultFilesUploaded, true
+	case PhaseAborted:
+		return ResultAborted, true
+	case PhaseUploadFailed:
+		return ResultUploadFailed, true
+	}
+	return 0, false
+}
+
+// PhaseOf is WireState's inverse, for a result another client reports
+// over GUI RPC: its state, whether it has an active task, and whether the
+// server acknowledged it.
+func PhaseOf(s ResultState, active, acked bool) Phase {
+	switch s {
+	case ResultFilesDownloading:
+		return PhaseDownloading
+	case ResultFilesDownloaded:
+		if active {
+			return PhaseComputing
+		}
+		return PhaseDownloaded
+	case ResultComputeError:
+		return PhaseComputeError
+	case ResultFilesUploading:
+		return PhaseUploading
+	case ResultFilesUploaded:
+		if acked {
+			return PhaseAcked
+		}
+		return PhaseUploaded
+	case ResultAborted:
+		return PhaseAborted
+	case ResultUploadFailed:
+		return PhaseUploadFailed
+	}
+	return PhaseNew
+}
+
 // ActiveTaskState is PROCESS_* of lib/common_defs.h.
 type ActiveTaskState int
 

@@ -20,3 +20,27 @@ func TestSuspendReasonWords(t *testing.T) {
 		}
 	}
 }
+
+// A phase's wire state reads back as that phase, except what the wire
+// cannot tell apart (a failed download shows as downloading).
+func TestPhaseWireStateRoundTrip(t *testing.T) {
+	for p := PhaseNew; p <= PhaseAcked; p++ {
+		st, ok := p.WireState()
+		if !ok {
+			if p != PhaseReported && p != PhaseAcked {
+				t.Errorf("%v has no wire state", p)
+			}
+			continue
+		}
+		want := p
+		if p == PhaseDownloadFailed {
+			want = PhaseDownloading
+		}
+		if got := PhaseOf(st, p == PhaseComputing, false); got != want {
+			t.Errorf("%v -> %v -> %v, want %v", p, st, got, want)
+		}
+	}
+	if got := PhaseOf(ResultFilesUploaded, false, true); got != PhaseAcked {
+		t.Errorf("uploaded and acked: %v", got)
+	}
+}

@@ -390,18 +390,18 @@ func (d *Daemon) guiResults(st *guirpc.State, now time.Time) {
 				Slot: r.Slot, PID: r.PID, CheckpointCPUTime: r.CheckpointCPUTime,
 				FractionDone: r.FractionDone, CPUTime: r.CurrentCPUTime, ElapsedTime: r.ElapsedTime,
 				WorkingSet: r.PeakWorkingSet, WorkingSetSmooth: r.PeakWorkingSet,
-				SchedulerState: 1, // preempted
+				SchedulerState: int(boinc.SchedPreempted),
 			}
 			if a := d.active[r.Key()]; a != nil {
 				at.ElapsedTime = a.elapsed(now)
 				at.SwapSize = a.swapSize
 				switch {
 				case a.overLimit:
-					at.ActiveState, at.SchedulerState = 5, 2 // ABORT_PENDING, SCHEDULED
+					at.ActiveState, at.SchedulerState = int(boinc.TaskAbortPending), int(boinc.SchedScheduled)
 				case a.suspended:
-					at.ActiveState = 9 // SUSPENDED
+					at.ActiveState = int(boinc.TaskSuspended)
 				default:
-					at.ActiveState, at.SchedulerState = 1, 2 // EXECUTING, SCHEDULED
+					at.ActiveState, at.SchedulerState = int(boinc.TaskExecuting), int(boinc.SchedScheduled)
 				}
 			}
 			if at.ElapsedTime > 0 {

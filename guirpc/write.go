@@ -530,31 +530,14 @@ func writeWorkunit(w *xw, u *boinc.Workunit) {
 
 // wireState is the RESULT state number the GUI shows for r.
 func wireState(r *boinc.Result) int {
-	switch r.Phase {
-	case boinc.PhaseNew:
-		return 0
-	case boinc.PhaseDownloading:
-		return 1
-	case boinc.PhaseDownloaded, boinc.PhaseComputing:
-		return 2
-	case boinc.PhaseUploading:
-		return 4
-	case boinc.PhaseUploaded:
-		return 5
-	case boinc.PhaseComputeError:
-		return 3
-	case boinc.PhaseDownloadFailed:
-		return 1
-	case boinc.PhaseUploadFailed:
-		return 7
-	case boinc.PhaseAborted:
-		return 6
+	if st, ok := r.Phase.WireState(); ok {
+		return int(st)
 	}
 	// Reported or acked: the state it was reported with.
 	if r.WireState != 0 {
 		return r.WireState
 	}
-	return 5
+	return int(boinc.ResultFilesUploaded)
 }
 
 func findAppVersion(s *State, r *boinc.Result) *boinc.AppVersion {

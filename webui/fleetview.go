@@ -235,30 +235,7 @@ func resultInfoOf(r *client.Result) guirpc.ResultInfo {
 		SchedulerWait: r.SchedulerWait, SchedulerWaitWhy: r.SchedulerWaitReason, NetworkWait: r.NetworkWait,
 		Resources: r.Resources,
 	}
-	switch r.State {
-	case boinc.ResultNew:
-		ri.Phase = boinc.PhaseNew
-	case boinc.ResultFilesDownloading:
-		ri.Phase = boinc.PhaseDownloading
-	case boinc.ResultFilesDownloaded:
-		ri.Phase = boinc.PhaseDownloaded
-		if r.HasActiveTask {
-			ri.Phase = boinc.PhaseComputing
-		}
-	case boinc.ResultComputeError:
-		ri.Phase = boinc.PhaseComputeError
-	case boinc.ResultFilesUploading:
-		ri.Phase = boinc.PhaseUploading
-	case boinc.ResultFilesUploaded:
-		ri.Phase = boinc.PhaseUploaded
-		if r.GotServerAck {
-			ri.Phase = boinc.PhaseAcked
-		}
-	case boinc.ResultAborted:
-		ri.Phase = boinc.PhaseAborted
-	case boinc.ResultUploadFailed:
-		ri.Phase = boinc.PhaseUploadFailed
-	}
+	ri.Phase = boinc.PhaseOf(r.State, r.HasActiveTask, r.GotServerAck)
 	if r.HasActiveTask {
 		ri.Active = &guirpc.ActiveTask{
 			ActiveState: int(r.ActiveTaskState), SchedulerState: int(r.SchedulerState), PID: r.PID, Slot: r.Slot,

@@ -183,8 +183,9 @@ type fieldError struct{ field, msg string }
 
 func (e *fieldError) Error() string { return e.msg }
 
-// parseHHMM is the dialog's IsValidTimeValue and TimeStringToDouble:
-// H:MM or HH:MM between 0:00 and 24:00.
+// parseHHMM reads a time of day, H:MM or HH:MM from 0:00 to 24:00, as
+// hours, with the rules of the Manager dialog's IsValidTimeValue and
+// TimeStringToDouble; ok is false for anything else.
 func parseHHMM(s string) (float64, bool) {
 	h, m, ok := strings.Cut(strings.TrimSpace(s), ":")
 	if !ok || len(m) != 2 || len(h) < 1 || len(h) > 2 {
